@@ -1,0 +1,97 @@
+//! Entitlement: how much CPU each VM and vCPU should get, from shares, reservations and limits.
+//!
+//! vSphere's rule is max-min fairness weighted by shares, bounded below by reservations and
+//! above by limits and demand, applied at every level of the resource-pool tree (research/cpu.md
+//! C1, following [WP §2.1] "entitlement is calculated from shares, reservation, and limit"). At
+//! one level, with capacity `C` and children `i` with shares `s_i`, floor `lo_i` and ceiling
+//! `hi_i`, the allocation is
+//!
+//! ```text
+//!     a_i = clamp(lambda * s_i, lo_i, hi_i)   with lambda chosen so that sum a_i = C
+//! ```
+//!
+//! or `a_i = hi_i` when even the ceilings fit. `F(lambda) = sum clamp(...)` is piecewise linear
+//! and non-decreasing, so `lambda` is found exactly by walking its sorted breakpoints
+//! (`lo_i/s_i`, `hi_i/s_i`). The floor of a child is its reservation, but only as much of it as
+//! the child demands, so an idle reserved VM does not inflate its weight; the ceiling is
+//! `min(limit, demand)`. A VM's entitlement is then split over its vCPUs by the same rule with
+//! equal shares, each vCPU capped at one pCPU. The scheduler uses the vCPU entitlements as
+//! proportional-share weights (see `sched.rs`).
+//!
+//! # Tunables
+//! None here: demand comes from the scheduler's EWMA (`demand_ewma_weight`).
+//!
+//! # Counters
+//! `entitlement_mhz` and `demand_mhz` per VM, sampled into the `vm` table.
+//!
+//! # Known gaps
+//! - Expandable reservations matter only for admission control (`admission.rs`); at run time a
+//!   pool's floor is the larger of its reservation and its children's demanded reservations.
+//! - Hyperthreads count as full pCPUs of capacity.
+
+/// One child at one level of the tree.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Claim {
+    /// relative weight, > 0
+    pub shares: f64,
+    /// floor in MHz (reservation, capped by demand)
+    pub lo: f64,
+    /// ceiling in MHz (limit and demand), >= lo
+    pub hi: f64,
+}
+
+/// Weighted max-min fair split of `capacity` over `claims` (see the module docs).
+///
+/// Edge cases: ceilings that all fit return the ceilings; floors that do not fit (admission
+/// control prevents this at the root) are scaled down in proportion; zero capacity gives zero.
+///
+/// # Examples
+/// ```
+/// use vmtwin_core::cpu::{water_fill, Claim};
+/// let c = |shares, lo, hi| Claim { shares, lo, hi };
+/// // 1:7 shares of 4 pCPUs (B1): 0.5 and 3.5 pCPUs
+/// assert_eq!(water_fill(4.0, &[c(1.0, 0.0, 4.0), c(7.0, 0.0, 4.0)]), vec![0.5, 3.5]);
+/// // a limit caps one child and the rest goes to the other
+/// assert_eq!(water_fill(4.0, &[c(1.0, 0.0, 0.5), c(1.0, 0.0, 4.0)]), vec![0.5, 3.5]);
+/// // a reservation lifts one child above its share
+/// assert_eq!(water_fill(4.0, &[c(1.0, 1.0, 1.0), c(1.0, 0.0, 1.0), c(1.0, 0.0, 1.0),
+///     c(1.0, 0.0, 1.0), c(1.0, 0.0, 1.0)]), vec![1.0, 0.75, 0.75, 0.75, 0.75]);
+/// ```
+pub fn water_fill(capacity: f64, claims: &[Claim]) -> Vec<f64> {
+    let capacity = capacity.max(0.0);
+    let lo_sum: f64 = claims.iter().map(|c| c.lo).sum();
+    if lo_sum >= capacity {
+        let scale = if lo_sum > 0.0 { capacity / lo_sum } else { 0.0 };
+        return claims.iter().map(|c| c.lo * scale).collect();
+    }
+    let hi_sum: f64 = claims.iter().map(|c| c.hi).sum();
+    if hi_sum <= capacity {
+        return claims.iter().map(|c| c.hi).collect();
+    }
+    // Breakpoints of F(lambda): at lo_i/s_i child i starts growing, at hi_i/s_i it stops.
+    let mut points: Vec<(f64, usize, bool)> = Vec::with_capacity(2 * claims.len());
+    for (i, c) in claims.iter().enumerate() {
+        points.push((c.lo / c.shares, i, true));
+        points.push((c.hi / c.shares, i, false));
+    }
+    points.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(b.2.cmp(&a.2)));
+    // Walk lambda upward; F(lambda) = fixed + lambda * slope on each segment.
+    let mut fixed = lo_sum;
+    let mut slope = 0.0;
+    for &(point, i, starts) in &points {
+        if fixed + point * slope >= capacity {
+            break;
+        }
+        let c = claims[i];
+        if starts {
+            fixed -= c.lo;
+            slope += c.shares;
+        } else {
+            fixed += c.hi;
+            slope -= c.shares;
+        }
+    }
+    // Ceilings that all fit were handled above, so some child is still growing here.
+    let lambda = if slope > 0.0 { (capacity - fixed) / slope } else { 0.0 };
+    claims.iter().map(|c| (lambda * c.shares).clamp(c.lo, c.hi)).collect()
+}

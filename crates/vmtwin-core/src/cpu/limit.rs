@@ -1,0 +1,84 @@
+//! CPU limits as a token bucket per VM.
+//!
+//! A limit of `L` MHz on a host whose cores run at `f` MHz lets the VM consume `L/f` pCPU-ns per
+//! ns of wall time. Tokens (pCPU-ns) accrue at that rate up to a depth of `limit_burst_ns` of
+//! accrual, and every ns a vCPU of the VM runs spends one token. When the bucket holds less than
+//! [`LIMIT_MIN_SLICE_NS`] the VM is throttled: its ready vCPUs wait in the MLMTD state (esxtop
+//! %MLMTD, counted inside %RDY) until the bucket refills to that level (research/cpu.md C5).
+//! Slices already running may overdraw by at most one slice each; the debt is repaid before the
+//! VM runs again, so the long-run rate never exceeds the limit.
+
+use crate::sim::{Time, NS_PER_MS};
+
+/// Least CPU a throttled VM must have earned before it runs again, in pCPU-ns. 1 ms: chosen,
+/// short enough to keep limited VMs smooth, long enough that a throttled VM is not woken for
+/// slivers of CPU.
+pub const LIMIT_MIN_SLICE_NS: f64 = NS_PER_MS as f64;
+
+/// One VM's limit bucket.
+#[derive(Debug, Clone)]
+pub struct TokenBucket {
+    /// accrual rate in pCPU-ns per ns (limit MHz / core MHz)
+    pub rate: f64,
+    /// maximum tokens, pCPU-ns
+    pub depth: f64,
+    /// tokens now (may be negative: debt of slices that overran)
+    pub tokens: f64,
+    /// time of the last accrual
+    pub updated: Time,
+}
+
+impl TokenBucket {
+    /// A full bucket for `limit_mhz` on cores of `core_mhz`.
+    pub fn new(limit_mhz: u64, core_mhz: u64, burst_ns: Time, now: Time) -> Self {
+        let rate = limit_mhz as f64 / core_mhz as f64;
+        let depth = (rate * burst_ns as f64).max(LIMIT_MIN_SLICE_NS);
+        TokenBucket { rate, depth, tokens: depth, updated: now }
+    }
+
+    /// Accrue tokens up to `now`.
+    #[inline]
+    pub fn refill(&mut self, now: Time) {
+        let dt = now.saturating_sub(self.updated) as f64;
+        self.tokens = (self.tokens + dt * self.rate).min(self.depth);
+        self.updated = now;
+    }
+
+    /// True when the VM may not start a slice.
+    #[inline]
+    pub fn exhausted(&self) -> bool {
+        self.tokens < LIMIT_MIN_SLICE_NS
+    }
+
+    /// Wall time until the bucket holds [`LIMIT_MIN_SLICE_NS`] again (at least 1 ns).
+    pub fn time_to_resume(&self) -> Time {
+        if self.rate <= 0.0 {
+            return Time::MAX;
+        }
+        (((LIMIT_MIN_SLICE_NS - self.tokens) / self.rate).ceil() as Time).max(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refill_caps_at_depth() {
+        let mut b = TokenBucket::new(1300, 2600, 100 * NS_PER_MS, 0);
+        b.tokens = 0.0;
+        b.refill(10 * 100 * NS_PER_MS);
+        assert_eq!(b.tokens, b.depth);
+        assert_eq!(b.depth, 0.5 * 100.0 * NS_PER_MS as f64);
+    }
+
+    #[test]
+    fn resume_time_repays_debt() {
+        let mut b = TokenBucket::new(1300, 2600, 100 * NS_PER_MS, 0);
+        b.tokens = -LIMIT_MIN_SLICE_NS;
+        // needs 2 ms of tokens at half rate = 4 ms
+        assert_eq!(b.time_to_resume(), 4 * NS_PER_MS);
+        b.refill(4 * NS_PER_MS);
+        assert!(!b.exhausted());
+    }
+}

@@ -1,0 +1,22 @@
+//! CPU resource management: entitlement from shares, reservations and limits (with resource
+//! pools and admission control), and the proportional-share scheduler.
+//!
+//! - `entitlement.rs`: weighted max-min (water-filling) split at one level
+//! - `pools.rs`: the resource-pool tree, admission control, hierarchical entitlement
+//! - `limit.rs`: the per-VM token bucket behind CPU limits (%MLMTD)
+//! - `runqueue.rs`: one pCPU's run queue
+//! - `sched.rs`: the scheduler: states, accounting, placement, dispatch, preemption
+//! - `params.rs`: the tunables
+
+mod entitlement;
+mod limit;
+mod params;
+mod pools;
+mod runqueue;
+mod sched;
+
+pub use entitlement::{water_fill, Claim};
+pub use limit::{TokenBucket, LIMIT_MIN_SLICE_NS};
+pub use params::CpuSchedParams;
+pub use pools::{Pool, PoolTree, VmClaim, ROOT_POOL};
+pub use sched::{CpuSched, SchedStats, Vcpu, VcpuState, VmSched, NONE, STATES};

@@ -1,0 +1,64 @@
+//! Tunables of the proportional-share CPU scheduler, with units, defaults and sources.
+
+use crate::sim::{Time, NS_PER_MS, NS_PER_S};
+use serde::{Deserialize, Serialize};
+
+/// Scheduler tunables. Every field name carries its unit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CpuSchedParams {
+    /// Longest slice a vCPU runs before the scheduler re-picks, in ns. Default 50 ms: the
+    /// commonly cited ESX `Cpu.Quantum` (research/cpu.md C4, unverified [X]).
+    pub quantum_ns: Time,
+    /// How often demand estimates and entitlements are recomputed, in ns. Default 1 s
+    /// (research/cpu.md C1 step 6).
+    pub entitlement_interval_ns: Time,
+    /// Token-bucket depth of a CPU limit, as wall time at the limit rate, in ns. Default 100 ms
+    /// (research/cpu.md C5).
+    pub limit_burst_ns: Time,
+    /// A waking vCPU preempts a running one only if its virtual time is lower by more than this,
+    /// in ns of virtual time. Default 1 ms: chosen to avoid preemption thrash between near-equal
+    /// vCPUs while keeping wake-up latency small (C4 asks for "a small margin").
+    pub wake_preempt_margin_ns: Time,
+    /// The most virtual time a vCPU may bank while it waits or idles, in ns: on wake its virtual
+    /// time is raised to at least `virtual clock - wake_credit_ns`. Default 50 ms = one quantum,
+    /// so idle time banks no lasting credit (C3: "idle and wait time then bank no credit",
+    /// "clamp the accumulated lag").
+    pub wake_credit_ns: Time,
+    /// Weight of the newest interval in the EWMA of each vCPU's demand (runnable fraction),
+    /// dimensionless in (0, 1]. Default 0.5: chosen, see test `demand_tracks_duty_cycle`.
+    pub demand_ewma_weight: f64,
+}
+
+impl Default for CpuSchedParams {
+    fn default() -> Self {
+        CpuSchedParams {
+            quantum_ns: 50 * NS_PER_MS,
+            entitlement_interval_ns: NS_PER_S,
+            limit_burst_ns: 100 * NS_PER_MS,
+            wake_preempt_margin_ns: NS_PER_MS,
+            wake_credit_ns: 50 * NS_PER_MS,
+            demand_ewma_weight: 0.5,
+        }
+    }
+}
+
+impl CpuSchedParams {
+    /// Reject values the scheduler cannot run with, naming the field.
+    pub fn validate(&self) -> crate::VmtwinResult<()> {
+        use crate::invalid;
+        if self.quantum_ns == 0 {
+            invalid!("cpu_scheduler.quantum", self.quantum_ns, "a duration > 0");
+        }
+        if self.entitlement_interval_ns == 0 {
+            invalid!("cpu_scheduler.entitlement_interval", self.entitlement_interval_ns, "a duration > 0");
+        }
+        if self.limit_burst_ns == 0 {
+            invalid!("cpu_scheduler.limit_burst", self.limit_burst_ns, "a duration > 0");
+        }
+        if !(self.demand_ewma_weight > 0.0 && self.demand_ewma_weight <= 1.0) {
+            invalid!("cpu_scheduler.demand_ewma_weight", self.demand_ewma_weight, "a number in (0, 1]");
+        }
+        Ok(())
+    }
+}

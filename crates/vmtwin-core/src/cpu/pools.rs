@@ -1,0 +1,297 @@
+//! The resource-pool tree: admission control of reservations, and hierarchical entitlement.
+//!
+//! Node 0 is the host's root pool: its reservation is the host's capacity and it cannot
+//! expand. Every other pool and every powered-on VM holds its reservation from its parent pool.
+//! A pool whose reservation is *expandable* may lend its children more than it reserved itself
+//! by borrowing the difference from its own parent, recursively; a non-expandable pool cannot.
+//! Admission control (vSphere's behaviour, research/cpu.md C6 [X RMG]) checks the whole chain
+//! before committing anything, and a refusal names the pool where the chain ran dry and the
+//! shortfall in MHz.
+//!
+//! Entitlement is computed top-down by [`water_fill`] at every level (see `entitlement.rs`),
+//! after a bottom-up pass that gives each pool a floor (its reservation or its children's
+//! demanded floors, whichever is larger, capped by its demand) and a ceiling (its limit or its
+//! children's ceilings, whichever is smaller).
+//!
+//! # Tunables
+//! None: shares, reservations, limits and expandability are per pool and per VM settings.
+//!
+//! # Counters
+//! `reserved_mhz` per pool (reservations held by its children, including what they borrowed).
+//!
+//! # Known gaps
+//! - ESX keeps part of the host for the VMkernel and the service console; the root pool here
+//!   offers the whole capacity.
+
+use super::entitlement::{water_fill, Claim};
+use crate::{VmtwinError, VmtwinResult};
+
+/// Index of the host's root pool.
+pub const ROOT_POOL: u32 = 0;
+
+/// One resource pool.
+#[derive(Debug, Clone)]
+pub struct Pool {
+    /// pool name (`host` for the root)
+    pub name: String,
+    /// parent pool, `None` for the root
+    pub parent: Option<u32>,
+    /// CPU shares among its siblings
+    pub shares: u32,
+    /// MHz guaranteed to its children
+    pub reservation_mhz: u64,
+    /// MHz ceiling
+    pub limit_mhz: Option<u64>,
+    /// may borrow reservation from its parent
+    pub expandable: bool,
+    /// MHz of reservation held by children (pools, powered-on VMs, borrowers); may exceed
+    /// `reservation_mhz` only when expandable, the excess being borrowed from the parent
+    pub reserved_mhz: u64,
+    /// child pools
+    pub pools: Vec<u32>,
+    /// member VMs
+    pub vms: Vec<u32>,
+}
+
+impl Pool {
+    fn borrowed(&self) -> u64 {
+        self.reserved_mhz.saturating_sub(self.reservation_mhz)
+    }
+}
+
+/// What a VM asks of the tree when entitlements are computed.
+#[derive(Debug, Clone, Copy)]
+pub struct VmClaim {
+    /// CPU shares
+    pub shares: u32,
+    /// reservation in MHz
+    pub reservation_mhz: u64,
+    /// ceiling in MHz: limit, vCPUs x core MHz
+    pub max_mhz: f64,
+    /// estimated demand in MHz
+    pub demand_mhz: f64,
+    /// counts only when powered on
+    pub powered_on: bool,
+}
+
+/// All pools of a host.
+#[derive(Debug, Clone)]
+pub struct PoolTree {
+    /// pools by index; 0 is the root
+    pub pools: Vec<Pool>,
+}
+
+impl PoolTree {
+    /// A tree holding only the root pool of a host of `capacity_mhz`.
+    pub fn new(capacity_mhz: u64) -> Self {
+        PoolTree {
+            pools: vec![Pool {
+                name: "host".into(),
+                parent: None,
+                shares: 1,
+                reservation_mhz: capacity_mhz,
+                limit_mhz: None,
+                expandable: false,
+                reserved_mhz: 0,
+                pools: vec![],
+                vms: vec![],
+            }],
+        }
+    }
+
+    /// Index of a pool by name.
+    pub fn find(&self, name: &str) -> Option<u32> {
+        self.pools.iter().position(|p| p.name == name).map(|i| i as u32)
+    }
+
+    /// Add a pool under `parent`, reserving its reservation from the parent chain.
+    pub fn add_pool(&mut self, mut pool: Pool, parent: u32) -> VmtwinResult<u32> {
+        let id = self.pools.len() as u32;
+        self.reserve(parent, pool.reservation_mhz, &pool.name)?;
+        pool.parent = Some(parent);
+        self.pools.push(pool);
+        self.pools[parent as usize].pools.push(id);
+        Ok(id)
+    }
+
+    /// Take `amount` MHz of reservation from `pool` for `entity`, or refuse without changing
+    /// anything.
+    pub fn reserve(&mut self, pool: u32, amount: u64, entity: &str) -> VmtwinResult<()> {
+        self.check(pool, amount, entity)?;
+        let mut node = Some(pool);
+        let mut need = amount;
+        while let (Some(id), true) = (node, need > 0) {
+            let p = &mut self.pools[id as usize];
+            let before = p.borrowed();
+            p.reserved_mhz += need;
+            need = p.borrowed() - before;
+            node = p.parent;
+        }
+        Ok(())
+    }
+
+    /// Give back `amount` MHz of reservation held from `pool`.
+    pub fn release(&mut self, pool: u32, amount: u64) {
+        let mut node = Some(pool);
+        let mut give = amount;
+        while let (Some(id), true) = (node, give > 0) {
+            let p = &mut self.pools[id as usize];
+            let before = p.borrowed();
+            p.reserved_mhz = p.reserved_mhz.saturating_sub(give);
+            give = before - p.borrowed();
+            node = p.parent;
+        }
+    }
+
+    fn check(&self, pool: u32, amount: u64, entity: &str) -> VmtwinResult<()> {
+        let mut id = pool;
+        let mut need = amount;
+        loop {
+            let p = &self.pools[id as usize];
+            let free = p.reservation_mhz.saturating_sub(p.reserved_mhz);
+            if need <= free {
+                return Ok(());
+            }
+            match (p.expandable, p.parent) {
+                (true, Some(parent)) => {
+                    // what the parent must lend: the growth of this pool's borrowing
+                    let after = (p.reserved_mhz + need).saturating_sub(p.reservation_mhz);
+                    need = after - p.borrowed();
+                    id = parent;
+                }
+                _ => {
+                    let how = if id == ROOT_POOL {
+                        "the host".to_string()
+                    } else {
+                        format!("pool '{}' (reservation not expandable)", p.name)
+                    };
+                    return Err(VmtwinError::AdmissionControl {
+                        entity: entity.to_string(),
+                        reason: format!(
+                            "reservation of {amount} MHz does not fit: {how} has {free} MHz unreserved of {} MHz, shortfall {} MHz",
+                            p.reservation_mhz,
+                            need - free
+                        ),
+                    });
+                }
+            }
+        }
+    }
+
+    /// Entitlement in MHz of every VM, given each VM's claim and the host capacity.
+    pub fn entitlements(&self, vms: &[VmClaim], capacity_mhz: f64) -> Vec<f64> {
+        let n = self.pools.len();
+        // bottom-up: floor and ceiling of every pool (children have larger indices)
+        let mut lo = vec![0.0; n];
+        let mut hi = vec![0.0; n];
+        for id in (0..n).rev() {
+            let p = &self.pools[id];
+            let (mut child_lo, mut child_hi) = (0.0, 0.0);
+            for &c in &p.pools {
+                child_lo += lo[c as usize];
+                child_hi += hi[c as usize];
+            }
+            for &v in &p.vms {
+                let (l, h) = vm_bounds(&vms[v as usize]);
+                child_lo += l;
+                child_hi += h;
+            }
+            let ceiling = p.limit_mhz.map_or(child_hi, |l| child_hi.min(l as f64));
+            hi[id] = ceiling;
+            lo[id] = (p.reservation_mhz as f64).max(child_lo).min(ceiling);
+        }
+        // top-down: split each pool's allocation over its children
+        let mut alloc = vec![0.0; n];
+        let mut out = vec![0.0; vms.len()];
+        alloc[ROOT_POOL as usize] = capacity_mhz;
+        for id in 0..n {
+            let p = &self.pools[id];
+            let mut claims = Vec::with_capacity(p.pools.len() + p.vms.len());
+            for &c in &p.pools {
+                let c = c as usize;
+                claims.push(Claim { shares: self.pools[c].shares as f64, lo: lo[c], hi: hi[c] });
+            }
+            for &v in &p.vms {
+                let (l, h) = vm_bounds(&vms[v as usize]);
+                claims.push(Claim { shares: vms[v as usize].shares as f64, lo: l, hi: h });
+            }
+            let split = water_fill(alloc[id], &claims);
+            for (k, &c) in p.pools.iter().enumerate() {
+                alloc[c as usize] = split[k];
+            }
+            for (k, &v) in p.vms.iter().enumerate() {
+                out[v as usize] = split[p.pools.len() + k];
+            }
+        }
+        out
+    }
+}
+
+/// Floor and ceiling of one VM: its demanded reservation, and demand under its maximum.
+fn vm_bounds(vm: &VmClaim) -> (f64, f64) {
+    if !vm.powered_on {
+        return (0.0, 0.0);
+    }
+    let hi = vm.demand_mhz.min(vm.max_mhz).max(0.0);
+    ((vm.reservation_mhz as f64).min(hi), hi)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pool(name: &str, reservation: u64, expandable: bool) -> Pool {
+        Pool {
+            name: name.into(),
+            parent: None,
+            shares: 4000,
+            reservation_mhz: reservation,
+            limit_mhz: None,
+            expandable,
+            reserved_mhz: 0,
+            pools: vec![],
+            vms: vec![],
+        }
+    }
+
+    #[test]
+    fn non_expandable_pool_refuses_with_shortfall() {
+        let mut t = PoolTree::new(10_000);
+        let p = t.add_pool(pool("prod", 3000, false), ROOT_POOL).unwrap();
+        t.reserve(p, 2000, "vm1").unwrap();
+        let err = t.reserve(p, 1500, "vm2").unwrap_err().to_string();
+        assert!(err.contains("pool 'prod'"), "{err}");
+        assert!(err.contains("shortfall 500 MHz"), "{err}");
+        assert_eq!(t.pools[p as usize].reserved_mhz, 2000);
+    }
+
+    #[test]
+    fn expandable_pool_borrows_from_parent_and_returns_it() {
+        let mut t = PoolTree::new(10_000);
+        let p = t.add_pool(pool("dev", 1000, true), ROOT_POOL).unwrap();
+        t.reserve(p, 4000, "vm1").unwrap();
+        assert_eq!(t.pools[0].reserved_mhz, 1000 + 3000);
+        let err = t.reserve(p, 7000, "vm2").unwrap_err().to_string();
+        assert!(err.contains("the host") && err.contains("shortfall 1000 MHz"), "{err}");
+        t.release(p, 4000);
+        assert_eq!(t.pools[0].reserved_mhz, 1000);
+        assert_eq!(t.pools[p as usize].reserved_mhz, 0);
+    }
+
+    #[test]
+    fn pool_shares_split_before_vm_shares() {
+        // two pools 1:3 on 4000 MHz, one busy VM each: 1000 and 3000
+        let mut t = PoolTree::new(4000);
+        let mut a = pool("a", 0, true);
+        a.shares = 1000;
+        let mut b = pool("b", 0, true);
+        b.shares = 3000;
+        let a = t.add_pool(a, ROOT_POOL).unwrap();
+        let b = t.add_pool(b, ROOT_POOL).unwrap();
+        t.pools[a as usize].vms.push(0);
+        t.pools[b as usize].vms.push(1);
+        let vm = |shares| VmClaim { shares, reservation_mhz: 0, max_mhz: 4000.0, demand_mhz: 4000.0, powered_on: true };
+        let e = t.entitlements(&[vm(8000), vm(1000)], 4000.0);
+        assert_eq!(e, vec![1000.0, 3000.0]);
+    }
+}

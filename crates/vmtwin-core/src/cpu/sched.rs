@@ -1,0 +1,553 @@
+//! Proportional-share vCPU scheduling on per-pCPU run queues.
+//!
+//! ESX picks the world whose *priority*, consumed CPU divided by entitled CPU, is lowest
+//! ([WP §2.1]: "a priority 0 is considered higher than 100"). Here each vCPU carries a virtual
+//! time `key`, the CPU it has consumed divided by its entitlement (its weight, in pCPUs, from
+//! `entitlement.rs`): running for `dt` adds `dt / weight`. Picking the lowest key is picking the
+//! lowest consumed/entitled ratio along a shared virtual clock, and because every weight is at
+//! most one pCPU and the weights of runnable vCPUs fit the host, CPU-bound vCPUs receive CPU in
+//! proportion to their entitlements (tested against an exact water-filling oracle).
+//!
+//! Each pCPU has its own run queue. A pCPU that needs work takes the lowest key among its own
+//! queue's head and the other queues' heads (pull migration); a vCPU that wakes goes to an idle
+//! pCPU if there is one, preferring its last pCPU and then its LLC (push migration), and
+//! otherwise queues on its last pCPU and preempts the running vCPU with the highest key if its
+//! own key is lower by more than a margin. A waking vCPU's key is raised to at least the
+//! virtual clock minus `wake_credit_ns`, so time spent waiting or idle banks no lasting credit
+//! (research/cpu.md C3). A vCPU runs for at most one quantum, its remaining burst, or what its
+//! VM's limit bucket allows (`limit.rs`).
+//!
+//! Every vCPU is in exactly one state at a time (RUN, READY, MLMTD, WAIT, WAIT_IDLE, or OFF
+//! before power-on), and the time in each state is accumulated on every transition, so
+//! RUN + READY + MLMTD + WAIT + WAIT_IDLE equals the powered-on time exactly.
+//!
+//! # Tunables
+//! See [`CpuSchedParams`]: `quantum_ns` (50 ms), `wake_preempt_margin_ns` (1 ms),
+//! `wake_credit_ns` (50 ms), `limit_burst_ns` (100 ms), `entitlement_interval_ns` (1 s),
+//! `demand_ewma_weight` (0.5).
+//!
+//! # Counters
+//! Per vCPU, cumulative ns: `run`, `ready`, `mlmtd`, `wait`, `idle`, `used` (charged time; equal
+//! to run until hyperthread charging arrives). Per scheduler: `dispatches`, `preemptions`,
+//! `migrations`.
+//!
+//! # Known gaps
+//! - Every vCPU is scheduled independently: co-scheduling (skew, co-stop), NUMA home nodes,
+//!   hyperthread charging and LLC-aware migration cost come with their own issue; the seams
+//!   are `place()` (where a waking vCPU goes) and `pick()` (which queue a pCPU pulls from).
+//! - No scheduler overhead is charged: dispatch and migration are free.
+
+use super::limit::TokenBucket;
+use super::params::CpuSchedParams;
+use super::runqueue::RunQueue;
+use crate::hw::Topology;
+use crate::sim::{Event, EventQueue, Time};
+
+/// Lowest weight a vCPU can have, in pCPUs, so that a vCPU whose estimated demand is zero still
+/// has a finite virtual-time rate when it wakes.
+const MIN_WEIGHT: f64 = 1e-3;
+
+/// No vCPU.
+pub const NONE: u32 = u32::MAX;
+
+/// What a vCPU is doing, with esxtop's names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VcpuState {
+    /// executing on a pCPU (%RUN)
+    Run = 0,
+    /// runnable, waiting for a pCPU (%RDY)
+    Ready = 1,
+    /// runnable but held back by the VM's CPU limit (%MLMTD, also counted in %RDY)
+    Mlmtd = 2,
+    /// blocked on a resource (%VMWAIT; the I/O and swap waits join here)
+    Wait = 3,
+    /// halted by the guest (%IDLE)
+    Idle = 4,
+    /// the VM is powered off
+    Off = 5,
+}
+
+/// Number of states with a time counter.
+pub const STATES: usize = 6;
+
+/// One vCPU's scheduling state and counters.
+#[derive(Debug, Clone)]
+pub struct Vcpu {
+    /// owning VM
+    pub vm: u32,
+    /// current state
+    pub state: VcpuState,
+    /// when `state` was entered or last accounted
+    pub since: Time,
+    /// cumulative ns per state, indexed by `VcpuState as usize`
+    pub time_ns: [u64; STATES],
+    /// cumulative charged ns (%USED)
+    pub used_ns: u64,
+    /// virtual time: sum of run time / weight
+    pub key: f64,
+    /// entitlement in pCPUs, the proportional-share weight
+    pub weight: f64,
+    /// current or last pCPU
+    pub pcpu: u32,
+    /// CPU work left in the current burst, ns
+    pub work_left: Time,
+    /// EWMA of the runnable fraction, in pCPUs
+    pub demand: f64,
+    /// runnable ns (run + ready + mlmtd) at the last demand update
+    pub runnable_mark: u64,
+}
+
+impl Vcpu {
+    /// Runnable ns so far: RUN + READY + MLMTD.
+    pub fn runnable_ns(&self) -> u64 {
+        self.time_ns[VcpuState::Run as usize]
+            + self.time_ns[VcpuState::Ready as usize]
+            + self.time_ns[VcpuState::Mlmtd as usize]
+    }
+}
+
+/// One pCPU.
+#[derive(Debug, Clone, Default)]
+struct Pcpu {
+    running: u32,
+    slice_start: Time,
+    gen: u32,
+    queue: RunQueue,
+}
+
+/// Per-VM scheduling state: the limit bucket and the vCPUs it holds back.
+#[derive(Debug, Clone, Default)]
+pub struct VmSched {
+    /// the limit, when set
+    pub bucket: Option<TokenBucket>,
+    /// vCPUs waiting in MLMTD, in the order they were held
+    pub held: Vec<u32>,
+    /// generation of the pending refill event, bumped to cancel it
+    pub refill_gen: u32,
+    /// a refill event is pending
+    pub refill_pending: bool,
+    /// vCPUs of this VM running now
+    pub running: u32,
+}
+
+/// Scheduler decisions worth counting.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SchedStats {
+    /// slices started
+    pub dispatches: u64,
+    /// running vCPUs preempted by a waking one
+    pub preemptions: u64,
+    /// slices started on a pCPU other than the vCPU's last one
+    pub migrations: u64,
+}
+
+/// The CPU scheduler of one host.
+#[derive(Debug, Clone)]
+pub struct CpuSched {
+    /// tunables in force
+    pub params: CpuSchedParams,
+    /// every vCPU of every VM, VM by VM
+    pub vcpus: Vec<Vcpu>,
+    /// per-VM state, by VM index
+    pub vms: Vec<VmSched>,
+    /// decision counters
+    pub stats: SchedStats,
+    pcpus: Vec<Pcpu>,
+    llc_of: Vec<u32>,
+    idle: Vec<bool>,
+    idle_count: usize,
+    queued: usize,
+    vclock: f64,
+    seq: u64,
+    core_mhz: u64,
+}
+
+impl CpuSched {
+    /// A scheduler for `topo` with VMs of the given vCPU counts, all powered off.
+    pub fn new(topo: &Topology, params: CpuSchedParams, vcpus_per_vm: &[u32]) -> Self {
+        let mut vcpus = Vec::new();
+        for (vm, &n) in vcpus_per_vm.iter().enumerate() {
+            for _ in 0..n {
+                vcpus.push(Vcpu {
+                    vm: vm as u32,
+                    state: VcpuState::Off,
+                    since: 0,
+                    time_ns: [0; STATES],
+                    used_ns: 0,
+                    key: 0.0,
+                    weight: 1.0,
+                    // spread first placements round-robin over the host
+                    pcpu: (vcpus.len() % topo.len()) as u32,
+                    work_left: 0,
+                    demand: 1.0,
+                    runnable_mark: 0,
+                });
+            }
+        }
+        let n = topo.len();
+        CpuSched {
+            params,
+            vcpus,
+            vms: vec![VmSched::default(); vcpus_per_vm.len()],
+            stats: SchedStats::default(),
+            pcpus: (0..n).map(|_| Pcpu { running: NONE, ..Pcpu::default() }).collect(),
+            llc_of: topo.pcpus.iter().map(|p| p.llc).collect(),
+            idle: vec![true; n],
+            idle_count: n,
+            queued: 0,
+            vclock: 0.0,
+            seq: 0,
+            core_mhz: topo.core_mhz,
+        }
+    }
+
+    /// Number of pCPUs.
+    pub fn pcpu_count(&self) -> usize {
+        self.pcpus.len()
+    }
+
+    /// The vCPU running on `pcpu`, or [`NONE`].
+    pub fn running_on(&self, pcpu: u32) -> u32 {
+        self.pcpus[pcpu as usize].running
+    }
+
+    /// Move `v` to `state`, accumulating the time spent in the old one.
+    #[inline]
+    fn set_state(&mut self, v: u32, now: Time, state: VcpuState) {
+        let vc = &mut self.vcpus[v as usize];
+        let dt = now - vc.since;
+        vc.time_ns[vc.state as usize] += dt;
+        if vc.state == VcpuState::Run {
+            vc.used_ns += dt;
+        }
+        vc.since = now;
+        vc.state = state;
+    }
+
+    /// Bring every vCPU's counters up to `now` without changing any state (for sampling).
+    pub fn account_all(&mut self, now: Time) {
+        for v in 0..self.vcpus.len() as u32 {
+            let s = self.vcpus[v as usize].state;
+            self.set_state(v, now, s);
+        }
+    }
+
+    /// Power on the vCPUs of `vm`: they start halted (WAIT_IDLE).
+    pub fn power_on(&mut self, vm: u32, now: Time) {
+        for v in 0..self.vcpus.len() as u32 {
+            if self.vcpus[v as usize].vm == vm {
+                let vc = &mut self.vcpus[v as usize];
+                vc.time_ns[VcpuState::Off as usize] += now - vc.since;
+                vc.since = now;
+                vc.state = VcpuState::Idle;
+                vc.key = self.vclock;
+                vc.runnable_mark = vc.runnable_ns();
+            }
+        }
+    }
+
+    /// Set (or clear) the CPU limit of `vm`.
+    pub fn set_limit(&mut self, vm: u32, limit_mhz: Option<u64>, now: Time, q: &mut EventQueue) {
+        let s = &mut self.vms[vm as usize];
+        s.bucket = limit_mhz.map(|l| TokenBucket::new(l, self.core_mhz, self.params.limit_burst_ns, now));
+        // a pending refill belongs to the old bucket: cancel it and release what it held
+        s.refill_gen = s.refill_gen.wrapping_add(1);
+        s.refill_pending = false;
+        self.release_held(vm, now, q);
+    }
+
+    /// `v` wakes with a burst of `work` ns of CPU to do.
+    pub fn wake(&mut self, v: u32, work: Time, now: Time, q: &mut EventQueue) {
+        let floor = self.vclock - self.params.wake_credit_ns as f64;
+        let vc = &mut self.vcpus[v as usize];
+        debug_assert!(matches!(vc.state, VcpuState::Idle | VcpuState::Wait));
+        vc.work_left = work.max(1);
+        if vc.key < floor {
+            vc.key = floor.max(0.0);
+        }
+        self.set_state(v, now, VcpuState::Ready);
+        self.place(v, now, q);
+    }
+
+    /// Find a pCPU for a ready vCPU: an idle one, or a queue plus a possible preemption.
+    fn place(&mut self, v: u32, now: Time, q: &mut EventQueue) {
+        let vm = self.vcpus[v as usize].vm;
+        if self.throttled(vm, now) {
+            self.hold(v, now, q);
+            return;
+        }
+        let last = self.vcpus[v as usize].pcpu;
+        if self.idle_count > 0 {
+            let target = self.idle_pcpu_near(last);
+            self.start(target, v, now, q);
+            return;
+        }
+        self.enqueue(last, v);
+        // preempt the running vCPU furthest ahead in virtual time, if far enough ahead
+        let key = self.vcpus[v as usize].key + self.params.wake_preempt_margin_ns as f64;
+        let mut victim = None;
+        let mut worst = key;
+        for (p, pc) in self.pcpus.iter().enumerate() {
+            let r = pc.running;
+            if r != NONE {
+                let rc = &self.vcpus[r as usize];
+                let eff = rc.key + (now - pc.slice_start) as f64 / rc.weight;
+                if eff > worst {
+                    worst = eff;
+                    victim = Some(p as u32);
+                }
+            }
+        }
+        if let Some(p) = victim {
+            self.stats.preemptions += 1;
+            let r = self.pcpus[p as usize].running;
+            self.stop(p, now);
+            self.set_state(r, now, VcpuState::Ready);
+            if self.throttled(self.vcpus[r as usize].vm, now) {
+                self.hold(r, now, q);
+            } else {
+                self.enqueue(p, r);
+            }
+            self.dispatch(p, now, q);
+        }
+    }
+
+    /// An idle pCPU: `last` itself, else one in its LLC, else the lowest-numbered.
+    fn idle_pcpu_near(&self, last: u32) -> u32 {
+        if self.idle[last as usize] {
+            return last;
+        }
+        let llc = self.llc_of[last as usize];
+        let mut any = NONE;
+        for p in 0..self.pcpus.len() {
+            if self.idle[p] {
+                if self.llc_of[p] == llc {
+                    return p as u32;
+                }
+                if any == NONE {
+                    any = p as u32;
+                }
+            }
+        }
+        any
+    }
+
+    #[inline]
+    fn enqueue(&mut self, p: u32, v: u32) {
+        self.seq += 1;
+        self.queued += 1;
+        let key = self.vcpus[v as usize].key;
+        self.pcpus[p as usize].queue.push(key, self.seq, v);
+    }
+
+    /// The queue whose head has the lowest `(key, seq)`, own queue first on ties.
+    #[inline]
+    fn best_queue(&self, p: u32) -> Option<(u32, f64)> {
+        if self.queued == 0 {
+            return None;
+        }
+        let mut best: Option<(u32, f64, u64)> = None;
+        let n = self.pcpus.len() as u32;
+        for i in 0..n {
+            let qp = if i == 0 { p } else if i <= p { i - 1 } else { i };
+            if let Some((k, s)) = self.pcpus[qp as usize].queue.peek() {
+                if best.map_or(true, |(_, bk, bs)| (k, s) < (bk, bs)) {
+                    best = Some((qp, k, s));
+                }
+            }
+        }
+        best.map(|(qp, k, _)| (qp, k))
+    }
+
+    /// Give free pCPU `p` the best ready vCPU, or leave it idle.
+    fn dispatch(&mut self, p: u32, now: Time, q: &mut EventQueue) {
+        while let Some((qp, _)) = self.best_queue(p) {
+            let v = self.pcpus[qp as usize].queue.pop().expect("peeked");
+            self.queued -= 1;
+            if self.throttled(self.vcpus[v as usize].vm, now) {
+                self.hold(v, now, q);
+                continue;
+            }
+            self.start(p, v, now, q);
+            return;
+        }
+        if !self.idle[p as usize] {
+            self.idle[p as usize] = true;
+            self.idle_count += 1;
+        }
+    }
+
+    /// Start a slice of `v` on `p`.
+    fn start(&mut self, p: u32, v: u32, now: Time, q: &mut EventQueue) {
+        if self.idle[p as usize] {
+            self.idle[p as usize] = false;
+            self.idle_count -= 1;
+        }
+        self.set_state(v, now, VcpuState::Run);
+        let vc = &mut self.vcpus[v as usize];
+        if vc.pcpu != p {
+            self.stats.migrations += 1;
+            vc.pcpu = p;
+        }
+        self.stats.dispatches += 1;
+        if vc.key > self.vclock {
+            self.vclock = vc.key;
+        }
+        let mut slice = self.params.quantum_ns.min(vc.work_left);
+        let vm = &mut self.vms[vc.vm as usize];
+        vm.running += 1;
+        if let Some(b) = &vm.bucket {
+            let allowance = (b.tokens / vm.running as f64).ceil().max(1.0) as Time;
+            slice = slice.min(allowance);
+        }
+        let pc = &mut self.pcpus[p as usize];
+        pc.running = v;
+        pc.slice_start = now;
+        pc.gen = pc.gen.wrapping_add(1);
+        q.push(now + slice, Event::SliceEnd { pcpu: p, gen: pc.gen });
+    }
+
+    /// Stop whatever runs on `p` and charge it; its state is still RUN for the caller to change.
+    fn stop(&mut self, p: u32, now: Time) -> u32 {
+        let pc = &mut self.pcpus[p as usize];
+        let v = pc.running;
+        let ran = now - pc.slice_start;
+        pc.running = NONE;
+        pc.gen = pc.gen.wrapping_add(1);
+        let vc = &mut self.vcpus[v as usize];
+        vc.key += ran as f64 / vc.weight;
+        vc.work_left = vc.work_left.saturating_sub(ran);
+        let vm = &mut self.vms[vc.vm as usize];
+        vm.running -= 1;
+        if let Some(b) = &mut vm.bucket {
+            b.refill(now);
+            b.tokens -= ran as f64;
+        }
+        v
+    }
+
+    /// A slice timer fired. Returns the vCPU if its burst is done: the caller must then call
+    /// [`CpuSched::burst_done`]. Stale timers return `None` and change nothing.
+    pub fn slice_end(&mut self, p: u32, gen: u32, now: Time, q: &mut EventQueue) -> Option<u32> {
+        let pc = &self.pcpus[p as usize];
+        if pc.gen != gen || pc.running == NONE {
+            return None;
+        }
+        let v = self.stop(p, now);
+        if self.vcpus[v as usize].work_left == 0 {
+            return Some(v);
+        }
+        self.requeue(p, v, now, q);
+        None
+    }
+
+    /// After a finished burst: `Some(work)` runs another burst at once, `None` halts the vCPU
+    /// (WAIT_IDLE) until the caller wakes it.
+    pub fn burst_done(&mut self, p: u32, v: u32, next: Option<Time>, now: Time, q: &mut EventQueue) {
+        match next {
+            Some(work) => {
+                self.vcpus[v as usize].work_left = work.max(1);
+                self.requeue(p, v, now, q);
+            }
+            None => {
+                self.set_state(v, now, VcpuState::Idle);
+                self.dispatch(p, now, q);
+            }
+        }
+    }
+
+    /// `v` just stopped on `p` with work left: keep running it if it is still the best choice.
+    fn requeue(&mut self, p: u32, v: u32, now: Time, q: &mut EventQueue) {
+        if self.throttled(self.vcpus[v as usize].vm, now) {
+            self.set_state(v, now, VcpuState::Ready);
+            self.hold(v, now, q);
+            self.dispatch(p, now, q);
+            return;
+        }
+        let key = self.vcpus[v as usize].key;
+        match self.best_queue(p) {
+            Some((_, best)) if best < key => {
+                self.set_state(v, now, VcpuState::Ready);
+                self.enqueue(p, v);
+                self.dispatch(p, now, q);
+            }
+            _ => self.start(p, v, now, q),
+        }
+    }
+
+    /// True when `vm` has a limit whose bucket is empty.
+    #[inline]
+    fn throttled(&mut self, vm: u32, now: Time) -> bool {
+        let s = &mut self.vms[vm as usize];
+        match &mut s.bucket {
+            None => false,
+            Some(b) => {
+                if s.refill_pending {
+                    return true;
+                }
+                b.refill(now);
+                b.exhausted()
+            }
+        }
+    }
+
+    /// Park ready vCPU `v` in MLMTD until its VM's bucket refills.
+    fn hold(&mut self, v: u32, now: Time, q: &mut EventQueue) {
+        self.set_state(v, now, VcpuState::Mlmtd);
+        let vm = self.vcpus[v as usize].vm;
+        let s = &mut self.vms[vm as usize];
+        s.held.push(v);
+        if !s.refill_pending {
+            let b = s.bucket.as_ref().expect("held only under a limit");
+            let wait = b.time_to_resume();
+            if wait != Time::MAX {
+                s.refill_pending = true;
+                q.push(now + wait, Event::LimitRefill { vm, gen: s.refill_gen });
+            }
+        }
+    }
+
+    /// A limit refill event fired.
+    pub fn limit_refill(&mut self, vm: u32, gen: u32, now: Time, q: &mut EventQueue) {
+        let s = &mut self.vms[vm as usize];
+        if s.refill_gen != gen || !s.refill_pending {
+            return;
+        }
+        s.refill_pending = false;
+        self.release_held(vm, now, q);
+    }
+
+    fn release_held(&mut self, vm: u32, now: Time, q: &mut EventQueue) {
+        let held = std::mem::take(&mut self.vms[vm as usize].held);
+        for v in held {
+            self.set_state(v, now, VcpuState::Ready);
+            self.place(v, now, q);
+        }
+    }
+
+    /// Update every powered-on vCPU's demand estimate from its runnable time over the last
+    /// `interval` ns: `demand = w * runnable/interval + (1 - w) * demand`, in pCPUs.
+    pub fn update_demand(&mut self, now: Time, interval: Time) {
+        self.account_all(now);
+        let w = self.params.demand_ewma_weight;
+        for vc in &mut self.vcpus {
+            if vc.state == VcpuState::Off {
+                continue;
+            }
+            let runnable = vc.runnable_ns();
+            let frac = (runnable - vc.runnable_mark) as f64 / interval as f64;
+            vc.runnable_mark = runnable;
+            vc.demand = w * frac.min(1.0) + (1.0 - w) * vc.demand;
+        }
+    }
+
+    /// Set the weight (entitlement in pCPUs) of vCPU `v`.
+    pub fn set_weight(&mut self, v: u32, weight_pcpus: f64) {
+        self.vcpus[v as usize].weight = weight_pcpus.max(MIN_WEIGHT);
+    }
+
+    /// Number of vCPUs queued or held (READY or MLMTD).
+    pub fn ready_count(&self) -> usize {
+        self.queued + self.vms.iter().map(|s| s.held.len()).sum::<usize>()
+    }
+}

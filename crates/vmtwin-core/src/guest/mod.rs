@@ -1,0 +1,6 @@
+//! What runs inside a VM: workload models that turn into CPU demand (bursts of work separated
+//! by halts). The guest OS model (page cache, balloon driver, guest swap) joins here later.
+
+mod workload;
+
+pub use workload::{Next, Workload};

@@ -1,0 +1,231 @@
+//! Workload models: idle, CPU-bound with a duty cycle, and replay of utilisation traces.
+//!
+//! A vCPU alternates *bursts* of CPU work and *halts*. The burst is work, not wall time: a
+//! preempted burst takes longer, and the halt that follows starts only when the burst is done
+//! (a closed loop, like a server that thinks after each request). So an uncontended vCPU is busy
+//! `duty` of the time, and a contended one falls behind instead of queueing unbounded work.
+//!
+//! - `idle`: the guest halts forever (WAIT_IDLE).
+//! - `cpu_bound { duty, burst_ns, burst_dist }`: bursts of mean `burst_ns`, halts of mean
+//!   `burst_ns * (1 - duty) / duty`; `fixed` uses the means, `exponential` draws both. `duty = 1`
+//!   never halts. The first burst starts after a random phase so that VMs do not run in lockstep.
+//! - `trace { segment_ns, utilization, burst_ns, loop }`: the duty cycle of each vCPU follows a
+//!   piecewise-constant utilisation (PlanetLab: 5-minute samples; Bitbrains: MHz fragments, both
+//!   normalised by the Python reader). A segment with zero utilisation halts until the next one.
+//!
+//! # Tunables
+//! All per VM in the scenario: `duty`, `burst_ns`, `burst_dist`, the trace and `loop`.
+//!
+//! # Counters
+//! None of its own: the work shows in the vCPU states.
+//!
+//! # Known gaps
+//! - Bursts do not carry over unmet demand between trace segments.
+
+use crate::sim::{Rng, Time};
+use crate::spec::{BurstDist, WorkloadSpec};
+
+/// What a vCPU does next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    /// run a burst of this many ns of CPU work
+    Work(Time),
+    /// halt for this long, then ask again
+    Halt(Time),
+    /// halt for good
+    HaltForever,
+}
+
+/// A VM's workload model (shared by its vCPUs; each vCPU brings its own random stream).
+#[derive(Debug, Clone)]
+pub enum Workload {
+    /// always halted
+    Idle,
+    /// duty-cycle bursts
+    CpuBound {
+        /// busy fraction in (0, 1]
+        duty: f64,
+        /// mean burst, ns
+        burst_ns: f64,
+        /// burst and halt distribution
+        dist: BurstDist,
+    },
+    /// piecewise-constant utilisation
+    Trace {
+        /// start of each segment relative to power-on, plus the end of the last
+        starts: Vec<Time>,
+        /// utilisation of each segment, clamped to [0, 1]
+        utilization: Vec<f64>,
+        /// burst, ns
+        burst_ns: f64,
+        /// start over at the end
+        repeat: bool,
+    },
+}
+
+impl Workload {
+    /// Build from the spec (already validated by the scenario layer; re-checked here).
+    pub fn from_spec(spec: &WorkloadSpec, path: &str) -> crate::VmtwinResult<Self> {
+        use crate::invalid;
+        Ok(match spec {
+            WorkloadSpec::Idle => Workload::Idle,
+            WorkloadSpec::CpuBound { duty, burst_ns, burst_dist } => {
+                if !(*duty > 0.0 && *duty <= 1.0) {
+                    invalid!(format!("{path}.duty"), duty, "a number in (0, 1]");
+                }
+                if *burst_ns == 0 {
+                    invalid!(format!("{path}.burst"), burst_ns, "a duration > 0");
+                }
+                Workload::CpuBound { duty: *duty, burst_ns: *burst_ns as f64, dist: *burst_dist }
+            }
+            WorkloadSpec::Trace { segment_ns, utilization, burst_ns, repeat } => {
+                if segment_ns.is_empty() || segment_ns.len() != utilization.len() {
+                    invalid!(
+                        format!("{path}.trace"),
+                        format!("{} segments, {} values", segment_ns.len(), utilization.len()),
+                        "a non-empty trace with one value per segment"
+                    );
+                }
+                if *burst_ns == 0 {
+                    invalid!(format!("{path}.burst"), burst_ns, "a duration > 0");
+                }
+                let mut starts = Vec::with_capacity(segment_ns.len() + 1);
+                let mut t: Time = 0;
+                for (i, &d) in segment_ns.iter().enumerate() {
+                    if d == 0 {
+                        invalid!(format!("{path}.trace segment {i}"), d, "a duration > 0");
+                    }
+                    starts.push(t);
+                    t += d;
+                }
+                starts.push(t);
+                let utilization = utilization.iter().map(|u| if u.is_finite() { u.clamp(0.0, 1.0) } else { 0.0 }).collect();
+                Workload::Trace { starts, utilization, burst_ns: *burst_ns as f64, repeat: *repeat }
+            }
+        })
+    }
+
+    /// What a vCPU does at power-on.
+    pub fn at_power_on(&self, rng: &mut Rng) -> Next {
+        match self {
+            Workload::Idle => Next::HaltForever,
+            Workload::CpuBound { duty, burst_ns, .. } => {
+                if *duty >= 1.0 {
+                    Next::Halt(0)
+                } else {
+                    // random phase over one burst + halt cycle
+                    Next::Halt((rng.uniform() * burst_ns / duty).round() as Time)
+                }
+            }
+            Workload::Trace { burst_ns, .. } => Next::Halt((rng.uniform() * burst_ns).round() as Time),
+        }
+    }
+
+    /// What a halted vCPU does when its halt ends, `t` ns after power-on.
+    pub fn on_wake(&self, t: Time, rng: &mut Rng) -> Next {
+        match self {
+            Workload::Idle => Next::HaltForever,
+            Workload::CpuBound { burst_ns, dist, .. } => Next::Work(draw(*burst_ns, *dist, rng)),
+            Workload::Trace { burst_ns, .. } => match self.trace_at(t) {
+                (u, _) if u > 0.0 => Next::Work(burst_ns.round() as Time),
+                (_, Some(next)) => Next::Halt(next - t),
+                (_, None) => Next::HaltForever,
+            },
+        }
+    }
+
+    /// What a vCPU does when a burst completes, `t` ns after power-on.
+    pub fn after_burst(&self, t: Time, rng: &mut Rng) -> Next {
+        match self {
+            Workload::Idle => Next::HaltForever,
+            Workload::CpuBound { duty, burst_ns, dist } => {
+                if *duty >= 1.0 {
+                    Next::Work(draw(*burst_ns, *dist, rng))
+                } else {
+                    Next::Halt(draw(burst_ns * (1.0 - duty) / duty, *dist, rng))
+                }
+            }
+            Workload::Trace { burst_ns, .. } => match self.trace_at(t) {
+                (u, _) if u >= 1.0 => Next::Work(burst_ns.round() as Time),
+                (u, _) if u > 0.0 => Next::Halt((burst_ns * (1.0 - u) / u).round() as Time),
+                (_, Some(next)) => Next::Halt(next - t),
+                (_, None) => Next::HaltForever,
+            },
+        }
+    }
+
+    /// Utilisation at `t` and the start of the next segment (absolute, after power-on), if any.
+    fn trace_at(&self, t: Time) -> (f64, Option<Time>) {
+        let Workload::Trace { starts, utilization, repeat, .. } = self else {
+            return (0.0, None);
+        };
+        let total = *starts.last().expect("non-empty");
+        let (base, local) = if t >= total {
+            if !repeat {
+                return (0.0, None);
+            }
+            (t - t % total, t % total)
+        } else {
+            (0, t)
+        };
+        // last segment whose start <= local
+        let k = starts.partition_point(|&s| s <= local) - 1;
+        (utilization[k], Some(base + starts[k + 1]))
+    }
+}
+
+fn draw(mean: f64, dist: BurstDist, rng: &mut Rng) -> Time {
+    match dist {
+        BurstDist::Fixed => mean.round() as Time,
+        BurstDist::Exponential => rng.exponential(mean),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::NS_PER_S;
+
+    fn trace(repeat: bool) -> Workload {
+        Workload::from_spec(
+            &WorkloadSpec::Trace {
+                segment_ns: vec![NS_PER_S, NS_PER_S],
+                utilization: vec![0.0, 0.5],
+                burst_ns: 10_000_000,
+                repeat,
+            },
+            "vms[0].workload",
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn trace_zero_segment_halts_until_next_segment() {
+        let mut rng = Rng::new(1);
+        assert_eq!(trace(false).on_wake(NS_PER_S / 4, &mut rng), Next::Halt(3 * NS_PER_S / 4));
+    }
+
+    #[test]
+    fn trace_half_utilisation_halts_as_long_as_it_runs() {
+        let mut rng = Rng::new(1);
+        assert_eq!(trace(false).after_burst(NS_PER_S + 1, &mut rng), Next::Halt(10_000_000));
+    }
+
+    #[test]
+    fn trace_ends_or_loops() {
+        let mut rng = Rng::new(1);
+        assert_eq!(trace(false).on_wake(3 * NS_PER_S, &mut rng), Next::HaltForever);
+        assert_eq!(trace(true).on_wake(2 * NS_PER_S + 5, &mut rng), Next::Halt(NS_PER_S - 5));
+    }
+
+    #[test]
+    fn bad_duty_names_the_field() {
+        let err = Workload::from_spec(
+            &WorkloadSpec::CpuBound { duty: 1.5, burst_ns: 1, burst_dist: BurstDist::Fixed },
+            "vms[3].workload",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.starts_with("vms[3].workload.duty: got 1.5"), "{err}");
+    }
+}

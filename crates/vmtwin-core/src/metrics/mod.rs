@@ -1,0 +1,11 @@
+//! Counters with esxtop's names, sampled every interval into columnar tables.
+//!
+//! - `table.rs`: typed columns, handed to Python as raw little-endian bytes (pyarrow writes
+//!   the Parquet; the engine has no Arrow dependency)
+//! - `sampler.rs`: the esxtop derivations (%USED, %RUN, %RDY, %MLMTD, %WAIT, %VMWAIT, %IDLE)
+
+mod sampler;
+mod table;
+
+pub use sampler::{Sampler, VmRow};
+pub use table::{Column, Table};

@@ -1,0 +1,214 @@
+//! esxtop counters, per interval.
+//!
+//! Every `sample_interval_ns` the sampler reads each vCPU's cumulative state times, takes the
+//! difference from the previous sample and appends one row per vCPU, per VM and for the host.
+//! Percentages follow esxtop:
+//!
+//! ```text
+//!   %RUN   = RUN / interval              %USED = charged / interval
+//!   %RDY   = (READY + MLMTD) / interval  %MLMTD = MLMTD / interval
+//!   %WAIT  = (WAIT + IDLE) / interval    %IDLE = IDLE / interval    %VMWAIT = WAIT / interval
+//! ```
+//!
+//! so per vCPU `%RUN + %RDY + %WAIT = 100` over intervals the VM was on for. A VM's row sums its
+//! vCPUs (a 4-vCPU VM can show 400 %USED), as esxtop's VM group does. A VM powered on during an
+//! interval is measured from its power-on; powered-off VMs have no rows.
+
+use super::table::{Table, Value};
+use crate::cpu::{CpuSched, VcpuState, STATES};
+use crate::sim::{Time, NS_PER_S};
+
+/// Per-VM facts the sampler reports beside the counters.
+#[derive(Debug, Clone, Copy)]
+pub struct VmRow {
+    /// number of vCPUs
+    pub vcpus: u32,
+    /// CPU shares
+    pub shares: u32,
+    /// reservation MHz
+    pub reservation_mhz: u64,
+    /// limit MHz, if any
+    pub limit_mhz: Option<u64>,
+    /// latest entitlement MHz
+    pub entitlement_mhz: f64,
+    /// latest demand estimate MHz
+    pub demand_mhz: f64,
+    /// power-on time, if powered on
+    pub powered_on_at: Option<Time>,
+}
+
+/// The three tables being filled, and the previous sample of every counter.
+#[derive(Debug, Clone)]
+pub struct Sampler {
+    /// host table
+    pub host: Table,
+    /// VM table
+    pub vm: Table,
+    /// vCPU table
+    pub vcpu: Table,
+    prev: Vec<[u64; STATES]>,
+    prev_used: Vec<u64>,
+    last: Time,
+}
+
+const RUN: usize = VcpuState::Run as usize;
+const READY: usize = VcpuState::Ready as usize;
+const MLMTD: usize = VcpuState::Mlmtd as usize;
+const WAIT: usize = VcpuState::Wait as usize;
+const IDLE: usize = VcpuState::Idle as usize;
+
+/// Percentages of one interval, from state-time deltas.
+struct Pct {
+    used: f64,
+    run: f64,
+    rdy: f64,
+    mlmtd: f64,
+    wait: f64,
+    vmwait: f64,
+    idle: f64,
+}
+
+impl Pct {
+    fn new(d: &[u64; STATES], used: u64, span: f64) -> Self {
+        let p = |ns: u64| 100.0 * ns as f64 / span;
+        Pct {
+            used: p(used),
+            run: p(d[RUN]),
+            rdy: p(d[READY] + d[MLMTD]),
+            mlmtd: p(d[MLMTD]),
+            wait: p(d[WAIT] + d[IDLE]),
+            vmwait: p(d[WAIT]),
+            idle: p(d[IDLE]),
+        }
+    }
+
+    fn cells(&self) -> [(&'static str, Value); 7] {
+        [
+            ("%USED", Value::F64(self.used)),
+            ("%RUN", Value::F64(self.run)),
+            ("%RDY", Value::F64(self.rdy)),
+            ("%MLMTD", Value::F64(self.mlmtd)),
+            ("%WAIT", Value::F64(self.wait)),
+            ("%VMWAIT", Value::F64(self.vmwait)),
+            ("%IDLE", Value::F64(self.idle)),
+        ]
+    }
+}
+
+fn host_row(t: f64, p: u32, cap: f64, used: f64, util: f64, used_pct: f64, ready: f64, on: u32) -> Vec<(&'static str, Value)> {
+    vec![
+        ("time_s", Value::F64(t)),
+        ("pcpus", Value::U32(p)),
+        ("capacity_mhz", Value::F64(cap)),
+        ("used_mhz", Value::F64(used)),
+        ("%PCPU_UTIL", Value::F64(util)),
+        ("%PCPU_USED", Value::F64(used_pct)),
+        ("ready_vcpus", Value::F64(ready)),
+        ("powered_on_vms", Value::U32(on)),
+    ]
+}
+
+fn vm_row(t: f64, vm: u32, r: &VmRow, pct: &Pct, used_mhz: f64) -> Vec<(&'static str, Value)> {
+    let mut row = vec![("time_s", Value::F64(t)), ("vm_id", Value::U32(vm)), ("vcpus", Value::U32(r.vcpus))];
+    row.extend(pct.cells());
+    row.extend([
+        ("used_mhz", Value::F64(used_mhz)),
+        ("entitlement_mhz", Value::F64(r.entitlement_mhz)),
+        ("demand_mhz", Value::F64(r.demand_mhz)),
+        ("shares", Value::U32(r.shares)),
+        ("reservation_mhz", Value::F64(r.reservation_mhz as f64)),
+        ("limit_mhz", Value::F64(r.limit_mhz.map_or(f64::NAN, |l| l as f64))),
+    ]);
+    row
+}
+
+fn vcpu_row(t: f64, vm: u32, idx: u32, pct: &Pct, d: &[u64; STATES], used: u64) -> Vec<(&'static str, Value)> {
+    let mut row = vec![("time_s", Value::F64(t)), ("vm_id", Value::U32(vm)), ("vcpu", Value::U32(idx))];
+    row.extend(pct.cells());
+    row.extend([
+        ("run_ns", Value::U64(d[RUN])),
+        ("ready_ns", Value::U64(d[READY])),
+        ("wait_ns", Value::U64(d[WAIT])),
+        ("idle_ns", Value::U64(d[IDLE])),
+        ("mlmtd_ns", Value::U64(d[MLMTD])),
+        ("used_ns", Value::U64(used)),
+    ]);
+    row
+}
+
+impl Sampler {
+    /// A sampler for `vcpus` vCPUs.
+    pub fn new(vcpus: usize) -> Self {
+        let zero = Pct::new(&[0; STATES], 0, 1.0);
+        let r = VmRow { vcpus: 0, shares: 0, reservation_mhz: 0, limit_mhz: None, entitlement_mhz: 0.0, demand_mhz: 0.0, powered_on_at: None };
+        Sampler {
+            host: Table::with_schema(&host_row(0.0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0)),
+            vm: Table::with_schema(&vm_row(0.0, 0, &r, &zero, 0.0)),
+            vcpu: Table::with_schema(&vcpu_row(0.0, 0, 0, &zero, &[0; STATES], 0)),
+            prev: vec![[0; STATES]; vcpus],
+            prev_used: vec![0; vcpus],
+            last: 0,
+        }
+    }
+
+    /// Append one interval ending at `now`. `sched` must be accounted up to `now`.
+    pub fn sample(&mut self, now: Time, sched: &CpuSched, vms: &[VmRow], core_mhz: u64) {
+        let t = now as f64 / NS_PER_S as f64;
+        let interval = (now - self.last) as f64;
+        let mut vm_acc: Vec<([u64; STATES], u64)> = vec![([0; STATES], 0); vms.len()];
+        let mut vm_idx = vec![0u32; vms.len()];
+        let (mut run_total, mut used_total, mut ready_total) = (0u64, 0u64, 0u64);
+        for (v, vc) in sched.vcpus.iter().enumerate() {
+            let mut d = [0u64; STATES];
+            for s in 0..STATES {
+                d[s] = vc.time_ns[s] - self.prev[v][s];
+            }
+            let used = vc.used_ns - self.prev_used[v];
+            self.prev[v] = vc.time_ns;
+            self.prev_used[v] = vc.used_ns;
+            let vm = vc.vm as usize;
+            let idx = vm_idx[vm];
+            vm_idx[vm] += 1;
+            let Some(on_at) = vms[vm].powered_on_at else { continue };
+            let span = (now - on_at.max(self.last)) as f64;
+            if span <= 0.0 {
+                continue;
+            }
+            let pct = Pct::new(&d, used, span);
+            self.vcpu.push_row(&vcpu_row(t, vc.vm, idx, &pct, &d, used));
+            for s in 0..STATES {
+                vm_acc[vm].0[s] += d[s];
+            }
+            vm_acc[vm].1 += used;
+            run_total += d[RUN];
+            used_total += used;
+            ready_total += d[READY] + d[MLMTD];
+        }
+        let mut on = 0;
+        for (vm, r) in vms.iter().enumerate() {
+            let Some(on_at) = r.powered_on_at else { continue };
+            let span = (now - on_at.max(self.last)) as f64;
+            if span <= 0.0 {
+                continue;
+            }
+            on += 1;
+            let (d, used) = &vm_acc[vm];
+            let pct = Pct::new(d, *used, span);
+            let used_mhz = *used as f64 / span * core_mhz as f64;
+            self.vm.push_row(&vm_row(t, vm as u32, r, &pct, used_mhz));
+        }
+        let p = sched.pcpu_count() as f64;
+        let cap = p * core_mhz as f64;
+        self.host.push_row(&host_row(
+            t,
+            sched.pcpu_count() as u32,
+            cap,
+            used_total as f64 / interval * core_mhz as f64,
+            100.0 * run_total as f64 / (interval * p),
+            100.0 * used_total as f64 / (interval * p),
+            ready_total as f64 / interval,
+            on,
+        ));
+        self.last = now;
+    }
+}

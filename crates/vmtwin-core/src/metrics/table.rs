@@ -1,0 +1,110 @@
+//! Columnar tables: one typed vector per column, rows appended in sampling order.
+
+/// One column's values.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Column {
+    /// 64-bit floats
+    F64(Vec<f64>),
+    /// unsigned 64-bit integers
+    U64(Vec<u64>),
+    /// unsigned 32-bit integers
+    U32(Vec<u32>),
+}
+
+/// A cell to append.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Value {
+    /// a float
+    F64(f64),
+    /// a u64
+    U64(u64),
+    /// a u32
+    U32(u32),
+}
+
+impl Column {
+    /// The dtype name used across the binding (`f64`, `u64`, `u32`).
+    pub fn dtype(&self) -> &'static str {
+        match self {
+            Column::F64(_) => "f64",
+            Column::U64(_) => "u64",
+            Column::U32(_) => "u32",
+        }
+    }
+
+    /// Number of values.
+    pub fn len(&self) -> usize {
+        match self {
+            Column::F64(v) => v.len(),
+            Column::U64(v) => v.len(),
+            Column::U32(v) => v.len(),
+        }
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The values as little-endian bytes.
+    pub fn to_le_bytes(&self) -> Vec<u8> {
+        match self {
+            Column::F64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            Column::U64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            Column::U32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        }
+    }
+
+    fn push(&mut self, value: Value) {
+        match (self, value) {
+            (Column::F64(v), Value::F64(x)) => v.push(x),
+            (Column::U64(v), Value::U64(x)) => v.push(x),
+            (Column::U32(v), Value::U32(x)) => v.push(x),
+            (c, x) => unreachable!("column {} given {x:?}", c.dtype()),
+        }
+    }
+}
+
+/// A table with a fixed schema.
+#[derive(Debug, Clone, Default)]
+pub struct Table {
+    /// (name, values) in schema order
+    pub columns: Vec<(&'static str, Column)>,
+}
+
+impl Table {
+    /// An empty table whose schema is given by a sample row.
+    pub fn with_schema(schema: &[(&'static str, Value)]) -> Self {
+        let columns = schema
+            .iter()
+            .map(|&(name, v)| {
+                let col = match v {
+                    Value::F64(_) => Column::F64(Vec::new()),
+                    Value::U64(_) => Column::U64(Vec::new()),
+                    Value::U32(_) => Column::U32(Vec::new()),
+                };
+                (name, col)
+            })
+            .collect();
+        Table { columns }
+    }
+
+    /// Append one row, in schema order.
+    pub fn push_row(&mut self, row: &[(&'static str, Value)]) {
+        debug_assert_eq!(row.len(), self.columns.len());
+        for ((name, col), &(rn, v)) in self.columns.iter_mut().zip(row) {
+            debug_assert_eq!(*name, rn);
+            col.push(v);
+        }
+    }
+
+    /// Number of rows.
+    pub fn rows(&self) -> usize {
+        self.columns.first().map_or(0, |(_, c)| c.len())
+    }
+
+    /// A column by name.
+    pub fn column(&self, name: &str) -> Option<&Column> {
+        self.columns.iter().find(|(n, _)| *n == name).map(|(_, c)| c)
+    }
+}

@@ -1,0 +1,467 @@
+//! The run loop: one host, its VMs, and the events that move them.
+//!
+//! A [`Simulation`] is built from a [`SimSpec`], powers on the VMs due at time zero (admission
+//! control may refuse the whole scenario there), then advances by popping events in `(time,
+//! seq)` order. [`Simulation::step`] is the one primitive; [`Simulation::run_until`] and
+//! [`Simulation::run`] wrap it. Between steps a controller may reconfigure a VM's shares,
+//! reservation and limit, or power one on, which is the narrow control API the management layer
+//! (vATM, autonomous resource sharing) drives.
+
+use crate::cpu::{water_fill, Claim, CpuSched, Pool, PoolTree, VmClaim, ROOT_POOL};
+use crate::guest::{Next, Workload};
+use crate::hw::Topology;
+use crate::metrics::{Sampler, Table, VmRow};
+use crate::sim::{stream_seed, Event, EventQueue, Rng, Time};
+use crate::spec::SimSpec;
+use crate::{invalid, VmtwinError, VmtwinResult};
+
+/// Upper bound on vCPUs per VM: vSphere 8's maximum.
+pub const MAX_VCPUS_PER_VM: u32 = 768;
+
+/// A VM's configuration and run-time facts.
+#[derive(Debug, Clone)]
+struct Vm {
+    name: String,
+    pool: u32,
+    vcpus: u32,
+    first_vcpu: u32,
+    shares: u32,
+    reservation_mhz: u64,
+    limit_mhz: Option<u64>,
+    powered_on_at: Option<Time>,
+    workload: Workload,
+    entitlement_mhz: f64,
+    demand_mhz: f64,
+}
+
+/// A simulated host.
+#[derive(Debug)]
+pub struct Simulation {
+    spec: SimSpec,
+    topo: Topology,
+    sched: CpuSched,
+    pools: PoolTree,
+    vms: Vec<Vm>,
+    rngs: Vec<Rng>,
+    queue: EventQueue,
+    sampler: Sampler,
+    now: Time,
+    events: u64,
+    log: Vec<(Time, String)>,
+}
+
+impl Simulation {
+    /// Build a simulation and power on the VMs due at time zero.
+    ///
+    /// # Examples
+    /// ```
+    /// use vmtwin_core::{Simulation, spec::SimSpec};
+    /// let spec = SimSpec::from_json(r#"{
+    ///   "seed": 1, "duration_ns": 4000000000, "sample_interval_ns": 2000000000,
+    ///   "host": {"name": "h", "sockets": 1, "numa_nodes_per_socket": 1, "llcs_per_node": 1,
+    ///            "cores_per_llc": 1, "threads_per_core": 1, "core_mhz": 2000, "memory_bytes": 0},
+    ///   "vms": [
+    ///     {"name": "a", "pool": null, "vcpus": 1, "memory_bytes": 0, "shares": 3000,
+    ///      "reservation_mhz": 0, "limit_mhz": null,
+    ///      "workload": {"kind": "cpu_bound", "duty": 1.0, "burst_ns": 10000000, "burst_dist": "fixed"}},
+    ///     {"name": "b", "pool": null, "vcpus": 1, "memory_bytes": 0, "shares": 1000,
+    ///      "reservation_mhz": 0, "limit_mhz": null,
+    ///      "workload": {"kind": "cpu_bound", "duty": 1.0, "burst_ns": 10000000, "burst_dist": "fixed"}}
+    ///   ]}"#).unwrap();
+    /// let mut sim = Simulation::new(spec).unwrap();
+    /// sim.run().unwrap();
+    /// let a = sim.vcpu_used_ns(0) as f64;
+    /// let b = sim.vcpu_used_ns(1) as f64;
+    /// assert!((a / (a + b) - 0.75).abs() < 0.01);
+    ///
+    /// // a reservation beyond the host fails admission control, naming the shortfall
+    /// let mut bad = sim.spec().clone();
+    /// bad.vms[0].reservation_mhz = 2000;
+    /// bad.vms[1].reservation_mhz = 1000;
+    /// let err = Simulation::new(bad).unwrap_err().to_string();
+    /// assert!(err.contains("shortfall 1000 MHz"), "{err}");
+    /// ```
+    pub fn new(spec: SimSpec) -> VmtwinResult<Self> {
+        spec.cpu_sched.validate()?;
+        if spec.sample_interval_ns == 0 {
+            invalid!("sample_interval", spec.sample_interval_ns, "a duration > 0");
+        }
+        let topo = Topology::new(&spec.host)?;
+        let mut pools = PoolTree::new(topo.capacity_mhz());
+        for (i, p) in spec.pools.iter().enumerate() {
+            let path = format!("resource_pools[{i}]");
+            if pools.find(&p.name).is_some() {
+                invalid!(format!("{path}.name"), p.name, "a name not used by another pool (or 'host')");
+            }
+            if p.shares == 0 {
+                invalid!(format!("{path}.cpu.shares"), p.shares, "an integer >= 1");
+            }
+            if let Some(l) = p.limit_mhz {
+                if l < p.reservation_mhz {
+                    invalid!(format!("{path}.cpu.limit"), format!("{l} MHz"), format!("a limit >= the reservation ({} MHz)", p.reservation_mhz));
+                }
+            }
+            let parent = match &p.parent {
+                None => ROOT_POOL,
+                Some(name) => match pools.find(name) {
+                    Some(id) => id,
+                    None => invalid!(format!("{path}.parent"), name, "the name of a pool defined above it"),
+                },
+            };
+            let pool = Pool {
+                name: p.name.clone(),
+                parent: None,
+                shares: p.shares,
+                reservation_mhz: p.reservation_mhz,
+                limit_mhz: p.limit_mhz,
+                expandable: p.expandable,
+                reserved_mhz: 0,
+                pools: vec![],
+                vms: vec![],
+            };
+            pools.add_pool(pool, parent)?;
+        }
+        let mut vms = Vec::with_capacity(spec.vms.len());
+        let mut rngs = Vec::new();
+        let mut names = std::collections::HashSet::new();
+        for (i, v) in spec.vms.iter().enumerate() {
+            let path = format!("vms[{i}]");
+            if !names.insert(v.name.as_str()) {
+                invalid!(format!("{path}.name"), v.name, "a name not used by another VM");
+            }
+            let max_vcpus = MAX_VCPUS_PER_VM.min(topo.len() as u32);
+            if v.vcpus == 0 || v.vcpus > max_vcpus {
+                invalid!(format!("{path}.vcpus"), v.vcpus, format!("an integer from 1 to {max_vcpus} (the host's logical CPUs)"));
+            }
+            let pool = match &v.pool {
+                None => ROOT_POOL,
+                Some(name) => match pools.find(name) {
+                    Some(id) => id,
+                    None => invalid!(format!("{path}.pool"), name, "the name of a resource pool"),
+                },
+            };
+            check_vm_cpu(&path, v.vcpus, topo.core_mhz, v.shares, v.reservation_mhz, v.limit_mhz)?;
+            let workload = Workload::from_spec(&v.workload, &format!("{path}.workload"))?;
+            let first_vcpu = rngs.len() as u32;
+            for k in 0..v.vcpus {
+                rngs.push(Rng::new(stream_seed(spec.seed, &v.name, k)));
+            }
+            pools.pools[pool as usize].vms.push(i as u32);
+            vms.push(Vm {
+                name: v.name.clone(),
+                pool,
+                vcpus: v.vcpus,
+                first_vcpu,
+                shares: v.shares,
+                reservation_mhz: v.reservation_mhz,
+                limit_mhz: v.limit_mhz,
+                powered_on_at: None,
+                workload,
+                entitlement_mhz: 0.0,
+                demand_mhz: 0.0,
+            });
+        }
+        let vcpus_per_vm: Vec<u32> = vms.iter().map(|v| v.vcpus).collect();
+        let sched = CpuSched::new(&topo, spec.cpu_sched.clone(), &vcpus_per_vm);
+        let sampler = Sampler::new(rngs.len());
+        let mut sim = Simulation {
+            spec,
+            topo,
+            sched,
+            pools,
+            vms,
+            rngs,
+            queue: EventQueue::default(),
+            sampler,
+            now: 0,
+            events: 0,
+            log: Vec::new(),
+        };
+        for vm in 0..sim.vms.len() {
+            let at = sim.spec.vms[vm].power_on_ns;
+            if at == 0 {
+                sim.power_on(vm as u32)?;
+            } else {
+                sim.queue.push(at, Event::PowerOn { vm: vm as u32 });
+            }
+        }
+        sim.queue.push(sim.spec.cpu_sched.entitlement_interval_ns, Event::Entitlement);
+        sim.queue.push(sim.spec.sample_interval_ns, Event::Sample);
+        Ok(sim)
+    }
+
+    /// The spec this simulation was built from, with every default in force.
+    pub fn spec(&self) -> &SimSpec {
+        &self.spec
+    }
+
+    /// Current simulated time.
+    pub fn now(&self) -> Time {
+        self.now
+    }
+
+    /// Events processed so far.
+    pub fn event_count(&self) -> u64 {
+        self.events
+    }
+
+    /// VM names, by VM index.
+    pub fn vm_names(&self) -> Vec<String> {
+        self.vms.iter().map(|v| v.name.clone()).collect()
+    }
+
+    /// Index of a VM by name.
+    pub fn vm_index(&self, name: &str) -> VmtwinResult<u32> {
+        self.vms
+            .iter()
+            .position(|v| v.name == name)
+            .map(|i| i as u32)
+            .ok_or_else(|| VmtwinError::Simulation(format!("no VM named '{name}'")))
+    }
+
+    /// The scheduler, for reading counters.
+    pub fn sched(&self) -> &CpuSched {
+        &self.sched
+    }
+
+    /// Charged CPU ns of vCPU `v` (global vCPU index) up to the last event.
+    pub fn vcpu_used_ns(&self, v: usize) -> u64 {
+        self.sched.vcpus[v].used_ns
+    }
+
+    /// Cumulative state times of a VM (summed over its vCPUs), accounted up to now:
+    /// `[run, ready, mlmtd, wait, idle, used]` ns.
+    pub fn vm_counters(&mut self, vm: u32) -> [u64; 6] {
+        self.sched.account_all(self.now);
+        let v = &self.vms[vm as usize];
+        let mut out = [0u64; 6];
+        for vc in &self.sched.vcpus[v.first_vcpu as usize..(v.first_vcpu + v.vcpus) as usize] {
+            for s in 0..5 {
+                out[s] += vc.time_ns[s];
+            }
+            out[5] += vc.used_ns;
+        }
+        out
+    }
+
+    /// Notable happenings (refused power-ons), with their times.
+    pub fn log(&self) -> &[(Time, String)] {
+        &self.log
+    }
+
+    /// The sampled tables: `host`, `vm`, `vcpu`.
+    pub fn tables(&self) -> [(&'static str, &Table); 3] {
+        [("host", &self.sampler.host), ("vm", &self.sampler.vm), ("vcpu", &self.sampler.vcpu)]
+    }
+
+    /// Power on VM `vm` now; admission control may refuse its reservation.
+    pub fn power_on(&mut self, vm: u32) -> VmtwinResult<()> {
+        let v = &self.vms[vm as usize];
+        if v.powered_on_at.is_some() {
+            return Err(VmtwinError::Simulation(format!("VM '{}' is already powered on", v.name)));
+        }
+        self.pools.reserve(v.pool, v.reservation_mhz, &v.name)?;
+        let now = self.now;
+        let (first, n, limit) = (v.first_vcpu, v.vcpus, v.limit_mhz);
+        self.vms[vm as usize].powered_on_at = Some(now);
+        self.sched.power_on(vm, now);
+        self.sched.set_limit(vm, limit, now, &mut self.queue);
+        for k in first..first + n {
+            let next = self.vms[vm as usize].workload.at_power_on(&mut self.rngs[k as usize]);
+            self.follow(k, next);
+        }
+        self.recompute_entitlements();
+        Ok(())
+    }
+
+    /// Change a VM's shares, reservation or limit (`Some(None)` removes the limit).
+    pub fn set_vm_cpu(&mut self, vm: u32, shares: Option<u32>, reservation_mhz: Option<u64>, limit_mhz: Option<Option<u64>>) -> VmtwinResult<()> {
+        let v = self.vms[vm as usize].clone();
+        let shares = shares.unwrap_or(v.shares);
+        let reservation = reservation_mhz.unwrap_or(v.reservation_mhz);
+        let limit = limit_mhz.unwrap_or(v.limit_mhz);
+        check_vm_cpu(&v.name, v.vcpus, self.topo.core_mhz, shares, reservation, limit)?;
+        if v.powered_on_at.is_some() && reservation != v.reservation_mhz {
+            self.pools.release(v.pool, v.reservation_mhz);
+            if let Err(e) = self.pools.reserve(v.pool, reservation, &v.name) {
+                self.pools.reserve(v.pool, v.reservation_mhz, &v.name).expect("old reservation fits again");
+                return Err(e);
+            }
+        }
+        let m = &mut self.vms[vm as usize];
+        m.shares = shares;
+        m.reservation_mhz = reservation;
+        if limit != v.limit_mhz {
+            m.limit_mhz = limit;
+            if v.powered_on_at.is_some() {
+                self.sched.set_limit(vm, limit, self.now, &mut self.queue);
+            }
+        }
+        self.recompute_entitlements();
+        Ok(())
+    }
+
+    /// Process the next event. Returns false when nothing is pending.
+    #[inline]
+    pub fn step(&mut self) -> bool {
+        self.step_event().is_some()
+    }
+
+    /// Process the next event and return it.
+    fn step_event(&mut self) -> Option<Event> {
+        let (t, ev) = self.queue.pop()?;
+        self.now = t;
+        self.events += 1;
+        match ev {
+            Event::Wake { vcpu } => {
+                let next = self.workload_next(vcpu, false);
+                match next {
+                    Next::Work(w) => self.sched.wake(vcpu, w, t, &mut self.queue),
+                    other => self.follow(vcpu, other),
+                }
+            }
+            Event::SliceEnd { pcpu, gen } => {
+                if let Some(v) = self.sched.slice_end(pcpu, gen, t, &mut self.queue) {
+                    match self.workload_next(v, true) {
+                        Next::Work(w) => self.sched.burst_done(pcpu, v, Some(w), t, &mut self.queue),
+                        halt => {
+                            self.sched.burst_done(pcpu, v, None, t, &mut self.queue);
+                            self.follow(v, halt);
+                        }
+                    }
+                }
+            }
+            Event::LimitRefill { vm, gen } => self.sched.limit_refill(vm, gen, t, &mut self.queue),
+            Event::Entitlement => {
+                let interval = self.spec.cpu_sched.entitlement_interval_ns;
+                self.sched.update_demand(t, interval);
+                self.recompute_entitlements();
+                self.queue.push(t + interval, Event::Entitlement);
+            }
+            Event::Sample => {
+                self.sched.account_all(t);
+                let rows: Vec<VmRow> = self.vms.iter().map(vm_row).collect();
+                self.sampler.sample(t, &self.sched, &rows, self.topo.core_mhz);
+                self.queue.push(t + self.spec.sample_interval_ns, Event::Sample);
+            }
+            Event::PowerOn { vm } => {
+                if let Err(e) = self.power_on(vm) {
+                    self.log.push((t, e.to_string()));
+                }
+            }
+        }
+        Some(ev)
+    }
+
+    /// Run every event up to and including time `until`, then set the clock to `until`.
+    /// `progress(now)` is called after every sample; returning false stops the run early.
+    pub fn run_until(&mut self, until: Time, progress: &mut dyn FnMut(Time) -> bool) -> VmtwinResult<()> {
+        if until < self.now {
+            return Err(VmtwinError::Simulation(format!("cannot run back to {until} ns: the clock is at {} ns", self.now)));
+        }
+        while let Some(t) = self.queue.peek_time() {
+            if t > until {
+                break;
+            }
+            let sampled = matches!(self.step_event(), Some(Event::Sample));
+            if sampled && !progress(self.now) {
+                return Ok(());
+            }
+        }
+        self.now = until;
+        Ok(())
+    }
+
+    /// Run to the spec's duration.
+    pub fn run(&mut self) -> VmtwinResult<()> {
+        self.run_until(self.spec.duration_ns, &mut |_| true)
+    }
+
+    /// Ask the workload what vCPU `v` does next.
+    fn workload_next(&mut self, v: u32, after_burst: bool) -> Next {
+        let vm = &self.vms[self.sched.vcpus[v as usize].vm as usize];
+        let t = self.now - vm.powered_on_at.unwrap_or(0);
+        let rng = &mut self.rngs[v as usize];
+        if after_burst {
+            vm.workload.after_burst(t, rng)
+        } else {
+            vm.workload.on_wake(t, rng)
+        }
+    }
+
+    /// Schedule the wake that ends a halt (the vCPU is already halted).
+    fn follow(&mut self, v: u32, next: Next) {
+        match next {
+            Next::Halt(d) => self.queue.push(self.now + d, Event::Wake { vcpu: v }),
+            Next::HaltForever => {}
+            Next::Work(_) => unreachable!("work is started by the scheduler"),
+        }
+    }
+
+    /// Recompute every VM's entitlement and every vCPU's weight.
+    fn recompute_entitlements(&mut self) {
+        let core = self.topo.core_mhz as f64;
+        let claims: Vec<VmClaim> = self
+            .vms
+            .iter()
+            .map(|v| {
+                let vcpus = &self.sched.vcpus[v.first_vcpu as usize..(v.first_vcpu + v.vcpus) as usize];
+                let demand = vcpus.iter().map(|c| c.demand).sum::<f64>() * core;
+                let max = v.limit_mhz.map_or(f64::INFINITY, |l| l as f64).min(v.vcpus as f64 * core);
+                VmClaim {
+                    shares: v.shares,
+                    reservation_mhz: v.reservation_mhz,
+                    max_mhz: max,
+                    demand_mhz: demand,
+                    powered_on: v.powered_on_at.is_some(),
+                }
+            })
+            .collect();
+        let ent = self.pools.entitlements(&claims, self.topo.capacity_mhz() as f64);
+        for (i, v) in self.vms.iter_mut().enumerate() {
+            v.entitlement_mhz = ent[i];
+            v.demand_mhz = claims[i].demand_mhz.min(claims[i].max_mhz);
+            let range = v.first_vcpu..v.first_vcpu + v.vcpus;
+            let per: Vec<Claim> = range
+                .clone()
+                .map(|k| Claim { shares: 1.0, lo: 0.0, hi: self.sched.vcpus[k as usize].demand.min(1.0) * core })
+                .collect();
+            let split = water_fill(ent[i], &per);
+            for (k, mhz) in range.zip(split) {
+                self.sched.set_weight(k, mhz / core);
+            }
+        }
+    }
+}
+
+fn vm_row(v: &Vm) -> VmRow {
+    VmRow {
+        vcpus: v.vcpus,
+        shares: v.shares,
+        reservation_mhz: v.reservation_mhz,
+        limit_mhz: v.limit_mhz,
+        entitlement_mhz: v.entitlement_mhz,
+        demand_mhz: v.demand_mhz,
+        powered_on_at: v.powered_on_at,
+    }
+}
+
+/// Checks shared by the spec and by reconfiguration.
+fn check_vm_cpu(path: &str, vcpus: u32, core_mhz: u64, shares: u32, reservation: u64, limit: Option<u64>) -> VmtwinResult<()> {
+    if shares == 0 {
+        invalid!(format!("{path}.cpu.shares"), shares, "an integer >= 1, or low/normal/high");
+    }
+    let max = vcpus as u64 * core_mhz;
+    if reservation > max {
+        invalid!(format!("{path}.cpu.reservation"), format!("{reservation} MHz"), format!("at most vcpus x core clock = {max} MHz"));
+    }
+    if let Some(l) = limit {
+        if l < reservation {
+            invalid!(format!("{path}.cpu.limit"), format!("{l} MHz"), format!("a limit >= the reservation ({reservation} MHz)"));
+        }
+        if l == 0 {
+            invalid!(format!("{path}.cpu.limit"), "0 MHz", "a limit > 0 MHz, or unlimited");
+        }
+    }
+    Ok(())
+}
