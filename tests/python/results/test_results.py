@@ -1,0 +1,403 @@
+"""Tests for vmtwin.results: engine columns, atomic deterministic writes, reading back, SQL."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vmtwin import results as results_mod
+from vmtwin.results import (
+    TABLE_COLUMNS,
+    Results,
+    columns_from_engine,
+    open_results,
+    to_esxtop_csv,
+    write_results,
+)
+
+
+def _decode(dtype: str, data: bytes) -> np.ndarray:
+    return np.frombuffer(data, dtype={"f64": "<f8", "u64": "<u8", "u32": "<u4"}[dtype])
+
+
+# --- columns_from_engine -------------------------------------------------------------------
+
+
+def test_columns_follow_the_contract_order(tables):
+    assert list(tables) == ["host", "vm", "vcpu"]
+    for name, table in tables.items():
+        assert table.column_names == TABLE_COLUMNS[name]
+    assert tables["vm"].schema.field("vm").type == pa.string()
+    assert tables["vm"].schema.field("vm_id").type == pa.uint32()
+    assert tables["vcpu"].schema.field("run_ns").type == pa.uint64()
+    assert tables["host"].schema.field("%PCPU_UTIL").type == pa.float64()
+
+
+def test_vm_names_are_mapped_from_vm_id(tables, raw_engine):
+    _, names = raw_engine
+    for name in ("vm", "vcpu"):
+        df = tables[name].to_pandas()
+        assert (df["vm"] == df["vm_id"].map(lambda i: names[i])).all()
+
+
+def test_column_order_does_not_depend_on_engine_dict_order(raw_engine):
+    raw, names = raw_engine
+    shuffled = {t: dict(reversed(list(cols.items()))) for t, cols in reversed(list(raw.items()))}
+    a = columns_from_engine(raw, names)
+    b = columns_from_engine(shuffled, names)
+    assert list(a) == list(b)
+    for name in a:
+        assert a[name].schema == b[name].schema
+        assert a[name].to_pandas().equals(b[name].to_pandas())  # NaN == NaN here
+
+
+def test_extra_columns_and_tables_are_kept_in_sorted_order():
+    f = np.array([1.0, 2.0])
+    raw = {
+        "mem": {
+            "zeta": ("f64", f.tobytes()),
+            "vm_id": ("u32", np.array([1, 0], "<u4").tobytes()),
+            "time_s": ("f64", f.tobytes()),
+            "alpha": ("u64", np.array([5, 6], "<u8").tobytes()),
+        },
+        "host": {"time_s": ("f64", f.tobytes()), "%CUSTOM": ("f64", f.tobytes()),
+                 "pcpus": ("u32", np.array([4, 4], "<u4").tobytes())},
+    }
+    out = columns_from_engine(raw, ["a", "b"])
+    assert list(out) == ["host", "mem"]
+    assert out["host"].column_names == ["time_s", "pcpus", "%CUSTOM"]
+    assert out["mem"].column_names == ["time_s", "vm", "alpha", "vm_id", "zeta"]
+    assert out["mem"].column("vm").to_pylist() == ["b", "a"]
+
+
+@pytest.mark.parametrize(
+    "raw, message",
+    [
+        ({"host": {"time_s": ("f32", b"\0" * 4)}}, "unknown dtype"),
+        ({"host": {"time_s": ("f64", b"\0" * 12)}}, "not a multiple of 8"),
+        ({"host": {"time_s": ("f64", b"\0" * 16), "pcpus": ("u32", b"\0" * 4)}}, "rows"),
+        ({"vm": {"vm_id": ("u32", np.array([3], "<u4").tobytes())}}, "vm_id 3"),
+    ],
+)
+def test_malformed_engine_columns_are_rejected(raw, message):
+    with pytest.raises(ValueError, match=message):
+        columns_from_engine(raw, ["vm0"])
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    f64=st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=0, max_size=20),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_raw_bytes_decode_exactly(f64, seed):
+    n = len(f64)
+    rng = np.random.default_rng(seed)
+    u64 = rng.integers(0, 2**64 - 1, size=n, dtype=np.uint64, endpoint=True)
+    u32 = rng.integers(0, 2**32 - 1, size=n, dtype=np.uint32, endpoint=True)
+    raw = {
+        "other": {
+            "x": ("f64", np.array(f64, "<f8").tobytes()),
+            "y": ("u64", u64.astype("<u8").tobytes()),
+            "z": ("u32", u32.astype("<u4").tobytes()),
+        }
+    }
+    t = columns_from_engine(raw, [])["other"]
+    np.testing.assert_array_equal(t.column("x").to_numpy(), np.array(f64, dtype=np.float64))
+    np.testing.assert_array_equal(t.column("y").to_numpy(), u64)
+    np.testing.assert_array_equal(t.column("z").to_numpy(), u32)
+
+
+# --- write_results / Results round trip ----------------------------------------------------
+
+
+def test_round_trip_raw_bytes_to_results(results_dir, raw_engine):
+    raw, names = raw_engine
+    res = open_results(results_dir)
+    assert res.tables == ["host", "vm", "vcpu"]
+    for table_name, cols in raw.items():
+        df = res.table(table_name)
+        assert list(df.columns) == TABLE_COLUMNS[table_name]
+        for col, (dtype, data) in cols.items():
+            np.testing.assert_array_equal(df[col].to_numpy(), _decode(dtype, data), err_msg=col)
+    assert res.vm["vm"].tolist() == [names[i] for i in _decode(*raw["vm"]["vm_id"])]
+    assert len(res.host) == 30 and len(res.vcpu) == 30 * 7
+    assert np.isnan(res.vm.loc[res.vm["vm"] == "vm0", "limit_mhz"]).all()
+
+
+def test_manifest_is_sorted_indented_and_counts_rows(results_dir):
+    text = (results_dir / "manifest.json").read_text()
+    manifest = json.loads(text)
+    assert text == json.dumps(manifest, sort_keys=True, indent=2) + "\n"
+    assert manifest["tables"] == {"host": 30, "vm": 90, "vcpu": 210}
+    assert "created_at" not in manifest
+    assert Results(results_dir).manifest == manifest
+    assert sorted(p.name for p in results_dir.iterdir()) == [
+        "host.parquet", "manifest.json", "vcpu.parquet", "vm.parquet"]
+
+
+def test_manifest_tables_must_agree(tmp_path, tables, make_manifest):
+    with pytest.raises(ValueError, match="disagrees"):
+        write_results(tmp_path / "run", tables, make_manifest(tables={"host": 1}))
+    assert not (tmp_path / "run").exists()
+
+
+def test_manifest_must_be_strict_json(tmp_path, tables, make_manifest):
+    with pytest.raises(ValueError, match="not valid JSON"):
+        write_results(tmp_path / "run", tables, make_manifest(wall_time_s=float("nan")))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_numpy_values_in_manifest_are_accepted(tmp_path, tables, make_manifest):
+    manifest = make_manifest(seed=np.uint64(7), duration_s=np.float64(60))
+    out = write_results(tmp_path / "run", tables, manifest)
+    assert Results(out).manifest["seed"] == 7
+
+
+@pytest.mark.parametrize("name", ["Host", "a b", "../x", "manifest", ""])
+def test_bad_table_names_are_refused(tmp_path, tables, name, make_manifest):
+    with pytest.raises(ValueError, match="table name"):
+        write_results(tmp_path / "run", {name: tables["host"]}, make_manifest())
+
+
+# --- determinism ----------------------------------------------------------------------------
+
+
+def _files(path):
+    return {p.name: p.read_bytes() for p in sorted(path.iterdir())}
+
+
+def test_parquet_is_byte_deterministic(tmp_path, raw_engine, make_manifest):
+    raw, names = raw_engine
+    a = write_results(tmp_path / "a", columns_from_engine(raw, names), make_manifest(wall_time_s=1))
+    b = write_results(tmp_path / "b", columns_from_engine(raw, names), make_manifest(wall_time_s=2))
+    fa, fb = _files(a), _files(b)
+    for name in ("host.parquet", "vm.parquet", "vcpu.parquet"):
+        assert fa[name] == fb[name], name
+    assert fa["manifest.json"] != fb["manifest.json"]  # only the wall time differs
+    assert json.loads(fa["manifest.json"]) | {"wall_time_s": 2.0} == json.loads(fb["manifest.json"])
+
+
+def test_parquet_bytes_do_not_depend_on_the_time_of_writing(
+    tmp_path, tables, monkeypatch, make_manifest
+):
+    import time
+
+    a = write_results(tmp_path / "a", tables, make_manifest())
+    real = time.time
+    monkeypatch.setattr(time, "time", lambda: real() + 10 * 365 * 86400)
+    b = write_results(tmp_path / "b", tables, make_manifest())
+    assert _files(a) == _files(b)
+
+
+def test_different_data_gives_different_bytes(tmp_path, make_manifest, synthetic):
+    raw1, names = synthetic.engine_raw(seed=1)
+    raw2, _ = synthetic.engine_raw(seed=2)
+    a = write_results(tmp_path / "a", columns_from_engine(raw1, names), make_manifest())
+    b = write_results(tmp_path / "b", columns_from_engine(raw2, names), make_manifest())
+    fa, fb = _files(a), _files(b)
+    assert fa["vm.parquet"] != fb["vm.parquet"]
+    assert fa["vcpu.parquet"] != fb["vcpu.parquet"]
+
+
+def test_parquet_writer_options(results_dir):
+    meta = pq.ParquetFile(results_dir / "vm.parquet").metadata
+    assert meta.created_by.startswith("parquet-cpp-arrow")
+    col = meta.row_group(0).column(0)
+    assert col.compression == "ZSTD"
+    assert col.statistics is not None and col.statistics.has_min_max
+
+
+# --- atomicity and refusal -----------------------------------------------------------------
+
+
+def _leftovers(parent):
+    return sorted(p.name for p in parent.iterdir() if p.name.startswith("."))
+
+
+def _fail_after_first(monkeypatch):
+    real = results_mod._write_parquet
+    calls = []
+
+    def flaky(table, path):
+        if calls:
+            raise OSError("disk full (simulated)")
+        calls.append(path)
+        real(table, path)
+
+    monkeypatch.setattr(results_mod, "_write_parquet", flaky)
+    return calls
+
+
+def test_failed_write_leaves_nothing(tmp_path, tables, monkeypatch, make_manifest):
+    calls = _fail_after_first(monkeypatch)
+    with pytest.raises(OSError, match="disk full"):
+        write_results(tmp_path / "run", tables, make_manifest())
+    assert calls, "the first table was written before the failure"
+    assert not (tmp_path / "run").exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_interrupt_during_write_leaves_nothing(tmp_path, tables, monkeypatch, make_manifest):
+    def interrupted(table, path):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(results_mod, "_write_parquet", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        write_results(tmp_path / "run", tables, make_manifest())
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_failed_replace_keeps_the_previous_results(tmp_path, tables, monkeypatch, make_manifest):
+    out = write_results(tmp_path / "run", tables, make_manifest(seed=1))
+    before = _files(out)
+    _fail_after_first(monkeypatch)
+    with pytest.raises(OSError):
+        write_results(out, tables, make_manifest(seed=2))
+    assert _files(out) == before
+    assert _leftovers(tmp_path) == []
+
+
+def test_failed_final_rename_restores_the_previous_results(
+    tmp_path, tables, monkeypatch, make_manifest
+):
+    out = write_results(tmp_path / "run", tables, make_manifest(seed=1))
+    before = _files(out)
+    real_rename = os.rename
+
+    def rename(src, dst):
+        if str(src).endswith(f".tmp-{os.getpid()}"):
+            raise OSError("rename failed (simulated)")
+        real_rename(src, dst)
+
+    monkeypatch.setattr(results_mod.os, "rename", rename)
+    with pytest.raises(OSError, match="rename failed"):
+        write_results(out, tables, make_manifest(seed=2))
+    assert _files(out) == before
+    assert _leftovers(tmp_path) == []
+
+
+def test_previous_results_folder_is_replaced(tmp_path, tables, make_manifest):
+    out = write_results(tmp_path / "run", tables, make_manifest(seed=1))
+    (out / "disk.parquet").write_bytes(b"stale")
+    write_results(out, {"host": tables["host"]}, make_manifest(seed=2))
+    res = Results(out)
+    assert res.manifest["seed"] == 2
+    assert res.tables == ["host"]
+    assert _leftovers(tmp_path) == []
+
+
+def test_empty_folder_is_used(tmp_path, tables, make_manifest):
+    (tmp_path / "run").mkdir()
+    write_results(tmp_path / "run", tables, make_manifest())
+    assert Results(tmp_path / "run").tables == ["host", "vm", "vcpu"]
+
+
+def test_missing_parents_are_created(tmp_path, tables, make_manifest):
+    out = write_results(tmp_path / "a" / "b" / "run", tables, make_manifest())
+    assert out.is_absolute() and (out / "manifest.json").is_file()
+
+
+def test_non_results_folder_is_refused(tmp_path, tables, make_manifest):
+    target = tmp_path / "important"
+    target.mkdir()
+    (target / "thesis.tex").write_text("do not delete")
+    with pytest.raises(FileExistsError, match="not a vmtwin results folder"):
+        write_results(target, tables, make_manifest())
+    assert sorted(p.name for p in target.iterdir()) == ["thesis.tex"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["important"]
+
+
+def test_file_in_the_way_is_refused(tmp_path, tables, make_manifest):
+    (tmp_path / "run").write_text("x")
+    with pytest.raises(FileExistsError, match="not a folder"):
+        write_results(tmp_path / "run", tables, make_manifest())
+
+
+def test_stale_temp_folder_of_same_pid_is_cleared(tmp_path, tables, make_manifest):
+    stale = tmp_path / f".run.tmp-{os.getpid()}"
+    stale.mkdir()
+    (stale / "junk.parquet").write_bytes(b"junk")
+    out = write_results(tmp_path / "run", tables, make_manifest())
+    assert "junk.parquet" not in _files(out)
+    assert _leftovers(tmp_path) == []
+
+
+# --- Results ---------------------------------------------------------------------------------
+
+
+def test_not_a_results_folder_names_the_path(tmp_path):
+    with pytest.raises(ValueError, match=str(tmp_path).replace("\\", "\\\\")):
+        Results(tmp_path)
+    (tmp_path / "manifest.json").write_text("{not json")
+    with pytest.raises(ValueError, match="manifest"):
+        open_results(tmp_path)
+    with pytest.raises(ValueError, match="not a vmtwin results folder"):
+        Results(tmp_path / "missing")
+
+
+def test_unknown_table_is_a_key_error(results_dir):
+    with pytest.raises(KeyError, match="tables: host, vm, vcpu"):
+        Results(results_dir).table("disk")
+
+
+def test_frames_are_fresh(results_dir):
+    res = Results(results_dir)
+    df = res.vm
+    df.loc[:, "%RDY"] = 0.0
+    assert res.vm["%RDY"].sum() > 0
+
+
+def test_sql_over_the_folder(results_dir):
+    res = Results(results_dir)
+    got = res.sql('SELECT vm, avg("%RDY") AS rdy FROM vm GROUP BY vm ORDER BY vm')
+    want = res.vm.groupby("vm")["%RDY"].mean().sort_index()
+    assert got["vm"].tolist() == want.index.tolist()
+    np.testing.assert_allclose(got["rdy"].to_numpy(), want.to_numpy())
+
+    joined = res.sql(
+        'SELECT h.time_s, h.used_mhz, sum(v.used_mhz) AS vm_sum '
+        "FROM host h JOIN vm v USING (time_s) GROUP BY ALL ORDER BY h.time_s"
+    )
+    np.testing.assert_allclose(joined["used_mhz"], joined["vm_sum"])
+
+    per_vcpu = res.sql('SELECT count(*) AS n FROM vcpu WHERE vm = ?', ["db2"])
+    assert per_vcpu["n"].iloc[0] == 30 * 4
+    assert isinstance(per_vcpu, pd.DataFrame)
+
+
+def test_sql_with_quote_in_path(tmp_path, tables, make_manifest):
+    out = write_results(tmp_path / "it's a run", tables, make_manifest())
+    assert Results(out).sql("SELECT count(*) AS n FROM host")["n"].iloc[0] == 30
+
+
+# --- esxtop CSV ------------------------------------------------------------------------------
+
+
+def test_esxtop_csv(results_dir, tmp_path):
+    import csv
+
+    path = to_esxtop_csv(results_dir, tmp_path / "esxtop.csv")
+    rows = list(csv.reader(path.open(newline="")))
+    header, body = rows[0], rows[1:]
+    assert header[0] == "(PDH-CSV 4.0) (UTC)(0)"
+    assert "\\\\esx01\\Physical Cpu(_Total)\\% Util Time" in header
+    assert "\\\\esx01\\Group Cpu(1:vm0)\\% Ready" in header
+    assert "\\\\esx01\\Group Cpu(2:web1)\\% Max Limited" in header
+    assert len(body) == 30
+    assert body[0][0] == "01/01/2000 00:00:02"
+    vm = Results(results_dir).vm
+    col = header.index("\\\\esx01\\Group Cpu(3:db2)\\% Used")
+    expected = vm[vm["vm"] == "db2"]["%USED"].tolist()
+    assert [float(r[col]) for r in body] == expected
+    assert path.read_bytes().count(b"\r\n") == 31
+    # deterministic
+    again = to_esxtop_csv(Results(results_dir), tmp_path / "again.csv")
+    assert again.read_bytes() == path.read_bytes()
