@@ -1,0 +1,219 @@
+"""Readers for real CPU-utilisation traces, turned into the engine's piecewise-constant demand.
+
+A trace workload in the engine is two parallel lists: ``segment_ns[k]`` (how long segment ``k``
+lasts) and ``utilization[k]`` (the fraction 0..1 of the VM's capacity it demands meanwhile). Two
+public formats are read (see ``/work/shared/data/*/SOURCE.md``):
+
+- **PlanetLab** (CoMon data as shipped by CloudSim): one file per VM, one integer percent 0..100
+  per line, one line per 5-minute sample (288 lines = one day). Fraction = percent / 100. CloudSim
+  interpolates linearly between points; vmtwin holds each sample for its 5 minutes instead,
+  because the engine's trace demand is piecewise constant.
+- **Bitbrains** (GWA-T-12 sample as shipped by OpenDC, ``tasks-fragments`` layout): per VM id a
+  run of fragments, each with a ``duration`` in ms and a mean ``cpu_usage`` in MHz; the task's
+  ``cpu_capacity`` (MHz) is the VM's capacity. Fraction = cpu_usage / cpu_capacity, clamped to
+  [0, 1] (the source has samples above capacity); how many were clamped is kept in
+  :attr:`Trace.clamped`.
+
+Every problem with a file raises :class:`~vmtwin.exceptions.ScenarioError` naming the file and,
+for text files, the line.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+from vmtwin.exceptions import ScenarioError, scenario_error
+
+__all__ = ["Trace", "PLANETLAB_SAMPLE_NS", "read_planetlab", "read_bitbrains", "bitbrains_vm_ids"]
+
+#: PlanetLab/CoMon sampling period: 5 minutes.
+PLANETLAB_SAMPLE_NS = 300 * 10**9
+_MS = 10**6
+
+
+@dataclass(frozen=True)
+class Trace:
+    """A CPU-demand trace: parallel lists of segment lengths and utilisation fractions.
+
+    Unpacks as ``segment_ns, utilization = trace`` so callers that only want the two lists
+    need not know the class.
+
+    Attributes
+    ----------
+    segment_ns : list[int]
+        Length of each segment in nanoseconds (all > 0).
+    utilization : list[float]
+        Demand of each segment as a fraction 0..1 of the VM's capacity.
+    source : str
+        The file (or folder and VM id) read.
+    clamped : int
+        Samples that were outside [0, 1] before clamping (Bitbrains only; 0 for PlanetLab).
+    meta : dict
+        Format-specific facts (e.g. Bitbrains ``cpu_count`` and ``cpu_capacity_mhz``).
+    """
+
+    segment_ns: list[int]
+    utilization: list[float]
+    source: str = ""
+    clamped: int = 0
+    meta: dict = field(default_factory=dict)
+
+    def __iter__(self) -> Iterator[list]:
+        return iter((self.segment_ns, self.utilization))
+
+    @property
+    def total_ns(self) -> int:
+        """Length of the whole trace in nanoseconds."""
+        return sum(self.segment_ns)
+
+
+def _file_error(where: str, value: object, allowed: str) -> ScenarioError:
+    return scenario_error(where, value, allowed)
+
+
+def read_planetlab(path: str | Path) -> Trace:
+    """Read one PlanetLab VM trace (one integer percent per line, 5-minute samples).
+
+    Parameters
+    ----------
+    path : str or Path
+        The trace file, e.g. ``.../planetlab/20110303/ait05_us_es_root``.
+
+    Returns
+    -------
+    Trace
+        ``segment_ns`` all equal to 5 minutes, ``utilization = percent / 100``.
+
+    Raises
+    ------
+    ScenarioError
+        The file is missing or unreadable, empty, or a line is not an integer from 0 to 100
+        (the message names the file and the line number).
+    """
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise _file_error(str(p), str(p), "an existing PlanetLab trace file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _file_error(str(p), str(p), f"a readable text file ({exc.__class__.__name__}: {exc})") from None
+    util: list[float] = []
+    blank_at = 0  # first blank line seen; only trailing blank lines are harmless
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        s = line.strip()
+        if not s:
+            blank_at = blank_at or lineno
+            continue
+        if blank_at:
+            # A blank line in the middle would silently shift every later sample in time.
+            raise _file_error(f"{p}:{blank_at}", "", "no blank lines between samples")
+        try:
+            pct = int(s)
+        except ValueError:
+            raise _file_error(f"{p}:{lineno}", s, "an integer percent from 0 to 100 per line") from None
+        if not 0 <= pct <= 100:
+            raise _file_error(f"{p}:{lineno}", pct, "an integer percent from 0 to 100 per line")
+        util.append(pct / 100.0)
+    if not util:
+        raise _file_error(str(p), "an empty file", "at least one sample (one integer percent per line)")
+    return Trace([PLANETLAB_SAMPLE_NS] * len(util), util, source=str(p))
+
+
+def _bitbrains_tables(folder: Path):
+    """Read tasks.parquet and fragments.parquet of a Bitbrains ``tasks-fragments`` folder."""
+    import pyarrow.parquet as pq  # imported late: pyarrow is heavy and only traces need it
+
+    tables = {}
+    for name, cols in (("tasks", ["id", "cpu_count", "cpu_capacity"]), ("fragments", ["id", "duration", "cpu_usage"])):
+        f = folder / f"{name}.parquet"
+        if not f.is_file():
+            raise _file_error(str(f), str(f), f"an existing Bitbrains {name}.parquet in the trace folder")
+        try:
+            tables[name] = pq.read_table(f, columns=cols)
+        except Exception as exc:  # pyarrow raises several classes for bad files
+            raise _file_error(
+                str(f), str(f), f"a Parquet file with columns {', '.join(cols)} ({exc.__class__.__name__}: {exc})"
+            ) from None
+    return tables["tasks"], tables["fragments"]
+
+
+def bitbrains_vm_ids(folder: str | Path) -> list[int]:
+    """List the VM ids of a Bitbrains ``tasks-fragments`` folder, sorted."""
+    tasks, _ = _bitbrains_tables(Path(folder))
+    return sorted(int(i) for i in tasks.column("id").to_pylist())
+
+
+def read_bitbrains(folder: str | Path, vm_id: int) -> Trace:
+    """Read the CPU trace of one VM from a Bitbrains ``tasks-fragments`` folder.
+
+    Parameters
+    ----------
+    folder : str or Path
+        Folder holding ``tasks.parquet`` and ``fragments.parquet`` (OpenDC layout).
+    vm_id : int
+        The VM's ``id`` (116..1247 in the shipped sample).
+
+    Returns
+    -------
+    Trace
+        One segment per fragment (``duration`` ms -> ns) with utilisation
+        ``cpu_usage / cpu_capacity`` clamped to [0, 1]; ``clamped`` counts the fragments that
+        were above capacity (or negative), ``meta`` holds ``cpu_count`` and ``cpu_capacity_mhz``.
+
+    Raises
+    ------
+    ScenarioError
+        Missing folder or files, unknown VM id (the message lists a few valid ids), or a fragment
+        with a non-positive duration or a non-finite usage (the message names the row).
+    """
+    d = Path(folder)
+    if not d.is_dir():
+        raise _file_error(str(d), str(d), "an existing Bitbrains tasks-fragments folder")
+    tasks, frags = _bitbrains_tables(d)
+    ids = tasks.column("id").to_pylist()
+    try:
+        row = ids.index(vm_id)
+    except ValueError:
+        some = ", ".join(str(i) for i in sorted(ids)[:8])
+        raise _file_error(
+            f"{d / 'tasks.parquet'}", vm_id, f"a VM id present in the trace ({len(ids)} VMs, e.g. {some})"
+        ) from None
+    capacity = float(tasks.column("cpu_capacity")[row].as_py())
+    cpu_count = int(tasks.column("cpu_count")[row].as_py())
+    if not capacity > 0:
+        raise _file_error(f"{d / 'tasks.parquet'} (id {vm_id})", capacity, "a positive cpu_capacity in MHz")
+
+    import pyarrow.compute as pc
+
+    mask = pc.equal(frags.column("id"), vm_id)
+    # Row numbers in the file, so an error can point at the offending fragment.
+    rows = pc.indices_nonzero(mask).to_pylist()
+    durations = pc.filter(frags.column("duration"), mask).to_pylist()
+    usage = pc.filter(frags.column("cpu_usage"), mask).to_pylist()
+    if not durations:
+        raise _file_error(f"{d / 'fragments.parquet'}", vm_id, "a VM id with at least one fragment")
+    seg: list[int] = []
+    util: list[float] = []
+    clamped = 0
+    for r, dur_ms, mhz in zip(rows, durations, usage):
+        where = f"{d / 'fragments.parquet'} row {r}"
+        if dur_ms is None or dur_ms <= 0:
+            raise _file_error(where, dur_ms, "a positive fragment duration in ms")
+        if mhz is None or not math.isfinite(mhz):
+            raise _file_error(where, mhz, "a finite cpu_usage in MHz")
+        frac = mhz / capacity
+        if frac > 1.0 or frac < 0.0:
+            clamped += 1
+            frac = min(1.0, max(0.0, frac))
+        seg.append(int(dur_ms) * _MS)
+        util.append(frac)
+    return Trace(
+        seg,
+        util,
+        source=f"{d} (vm_id {vm_id})",
+        clamped=clamped,
+        meta={"cpu_count": cpu_count, "cpu_capacity_mhz": capacity, "fragments": len(seg)},
+    )
