@@ -1,1 +1,16 @@
-use pyo3::prelude::*; #[pymodule] fn _core(_m:&Bound<PyModule>)->PyResult<()>{Ok(())}
+//! PyO3 bindings of vmtwin-core: thin wrappers only, no engine logic.
+
+mod error;
+mod exceptions;
+mod simulation;
+
+use pyo3::prelude::*;
+
+/// The native module `vmtwin._core`.
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<simulation::PySimulation>()?;
+    exceptions::register(m)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

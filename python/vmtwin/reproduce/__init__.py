@@ -1,0 +1,31 @@
+"""Registry of the papers' experiments, reproduced: scenario, extraction, published values.
+
+Each experiment builds its scenarios in code, runs them on the engine, extracts the metric the
+paper reports and returns :class:`Row` objects: published value, simulated value, tolerance and
+verdict. Published values that the research extraction marks as not derivable are shown with the
+verdict ``NOT JUDGED``; the rest are judged ``PASS`` or ``FAIL``. Misses are reported, never
+hidden.
+
+>>> sorted(EXPERIMENTS)
+['cpu-limit', 'cpu-reservation', 'cpu-shares']
+"""
+
+from __future__ import annotations
+
+from vmtwin.exceptions import scenario_error
+from vmtwin.reproduce.base import Experiment, Row
+from vmtwin.reproduce.cpu import CPU_EXPERIMENTS
+from vmtwin.reproduce.report import run_all
+
+EXPERIMENTS: dict[str, Experiment] = {e.id: e for e in CPU_EXPERIMENTS}
+
+
+def get(experiment_id: str) -> Experiment:
+    """The experiment with this ID, or a ScenarioError listing the IDs."""
+    try:
+        return EXPERIMENTS[experiment_id]
+    except KeyError:
+        raise scenario_error("reproduce ID", experiment_id, "one of " + ", ".join(sorted(EXPERIMENTS))) from None
+
+
+__all__ = ["EXPERIMENTS", "Experiment", "Row", "get", "run_all"]
