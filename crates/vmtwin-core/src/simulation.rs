@@ -164,6 +164,7 @@ impl Simulation {
         let vcpus_per_vm: Vec<u32> = vms.iter().map(|v| v.vcpus).collect();
         let sched = CpuSched::new(&topo, spec.cpu_sched.clone(), &vcpus_per_vm);
         let sampler = Sampler::new(rngs.len());
+        let queue = EventQueue::with_timers(sched.timer_slots());
         let mut sim = Simulation {
             spec,
             topo,
@@ -171,7 +172,7 @@ impl Simulation {
             pools,
             vms,
             rngs,
-            queue: EventQueue::default(),
+            queue,
             sampler,
             now: 0,
             events: 0,
@@ -320,8 +321,8 @@ impl Simulation {
                     other => self.follow(vcpu, other),
                 }
             }
-            Event::SliceEnd { pcpu, gen } => {
-                if let Some(v) = self.sched.slice_end(pcpu, gen, t, &mut self.queue) {
+            Event::SliceEnd { pcpu } => {
+                if let Some(v) = self.sched.slice_end(pcpu, t, &mut self.queue) {
                     match self.workload_next(v, true) {
                         Next::Work(w) => self.sched.burst_done(pcpu, v, Some(w), t, &mut self.queue),
                         halt => {
@@ -392,7 +393,7 @@ impl Simulation {
     /// Schedule the wake that ends a halt (the vCPU is already halted).
     fn follow(&mut self, v: u32, next: Next) {
         match next {
-            Next::Halt(d) => self.queue.push(self.now + d, Event::Wake { vcpu: v }),
+            Next::Halt(d) => self.queue.set_timer(v, self.now + d, Event::Wake { vcpu: v }),
             Next::HaltForever => {}
             Next::Work(_) => unreachable!("work is started by the scheduler"),
         }

@@ -3,51 +3,145 @@
 //! Keys are non-negative finite `f64` virtual times, compared through their bit patterns (which
 //! order like the values for non-negative floats); ties go to the earlier enqueue (`seq`).
 
-use std::cmp::Ordering;
+use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Entry {
-    key_bits: u64,
-    seq: u64,
-    vcpu: u32,
+/// `(key, seq)` packed into one integer: keys are non-negative finite floats, whose bit patterns
+/// order like their values, so the packed integers order like the pairs.
+#[inline]
+fn pack(key: f64, seq: u64) -> u128 {
+    debug_assert!(key >= 0.0 && key.is_finite());
+    (u128::from(key.to_bits()) << 64) | u128::from(seq)
 }
 
-impl Ord for Entry {
-    fn cmp(&self, other: &Self) -> Ordering {
-        (other.key_bits, other.seq).cmp(&(self.key_bits, self.seq))
-    }
-}
-
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
+#[inline]
+fn key_of(packed: u128) -> f64 {
+    f64::from_bits((packed >> 64) as u64)
 }
 
 /// Ready vCPUs of one pCPU.
 #[derive(Debug, Default, Clone)]
 pub struct RunQueue {
-    heap: BinaryHeap<Entry>,
+    heap: BinaryHeap<Reverse<(u128, u32)>>,
 }
 
 impl RunQueue {
     /// Enqueue `vcpu` with virtual time `key` (>= 0); `seq` breaks ties, first come first.
     #[inline]
     pub fn push(&mut self, key: f64, seq: u64, vcpu: u32) {
-        debug_assert!(key >= 0.0 && key.is_finite());
-        self.heap.push(Entry { key_bits: key.to_bits(), seq, vcpu });
+        self.heap.push(Reverse((pack(key, seq), vcpu)));
     }
 
-    /// The head's `(key, seq)`, for comparing queues without removing anything.
+    /// The head's packed `(key, seq)`, for comparing queues without removing anything.
     #[inline]
-    pub fn peek(&self) -> Option<(f64, u64)> {
-        self.heap.peek().map(|e| (f64::from_bits(e.key_bits), e.seq))
+    fn head(&self) -> Option<u128> {
+        self.heap.peek().map(|e| e.0 .0)
     }
 
     /// Remove the head and return its vCPU.
     #[inline]
     pub fn pop(&mut self) -> Option<u32> {
-        self.heap.pop().map(|e| e.vcpu)
+        self.heap.pop().map(|e| e.0 .1)
+    }
+}
+
+/// Head of an empty queue in the tournament tree: larger than any real head.
+const NO_HEAD: u128 = u128::MAX;
+
+/// Every pCPU's run queue, plus a tournament tree over their heads so that the lowest key on
+/// the whole host is found in O(1) and kept up to date in O(log pCPUs) per push or pop.
+#[derive(Debug, Clone)]
+pub struct QueueSet {
+    queues: Vec<RunQueue>,
+    /// implicit binary tree of (packed head, pCPU): leaves at `leaves + p`, each inner node the
+    /// minimum of its two children
+    tree: Vec<(u128, u32)>,
+    leaves: usize,
+    len: usize,
+}
+
+impl QueueSet {
+    /// Empty queues for `pcpus` pCPUs.
+    pub fn new(pcpus: usize) -> Self {
+        // at least two leaves, so that the root (index 1) is an inner node
+        let leaves = pcpus.next_power_of_two().max(2);
+        QueueSet { queues: vec![RunQueue::default(); pcpus], tree: vec![(NO_HEAD, u32::MAX); 2 * leaves], leaves, len: 0 }
+    }
+
+    /// Enqueue `vcpu` on pCPU `p`'s queue.
+    #[inline]
+    pub fn push(&mut self, p: u32, key: f64, seq: u64, vcpu: u32) {
+        self.queues[p as usize].push(key, seq, vcpu);
+        self.len += 1;
+        if pack(key, seq) < self.tree[self.leaves + p as usize].0 {
+            self.refresh(p);
+        }
+    }
+
+    /// Remove the head of pCPU `p`'s queue.
+    #[inline]
+    pub fn pop(&mut self, p: u32) -> Option<u32> {
+        let v = self.queues[p as usize].pop()?;
+        self.len -= 1;
+        self.refresh(p);
+        Some(v)
+    }
+
+    /// The queue holding the lowest `(key, seq)` on the host, with that key.
+    #[inline]
+    pub fn best(&self) -> Option<(u32, f64)> {
+        let (k, p) = self.tree[1];
+        (k != NO_HEAD).then(|| (p, key_of(k)))
+    }
+
+    /// Number of queued vCPUs on the host.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Re-read queue `p`'s head and fix its ancestors, stopping where nothing changes.
+    #[inline]
+    fn refresh(&mut self, p: u32) {
+        let mut i = self.leaves + p as usize;
+        self.tree[i] = (self.queues[p as usize].head().unwrap_or(NO_HEAD), p);
+        while i > 1 {
+            i /= 2;
+            let (a, b) = (self.tree[2 * i], self.tree[2 * i + 1]);
+            let m = if a.0 <= b.0 { a } else { b };
+            if self.tree[i] == m {
+                break;
+            }
+            self.tree[i] = m;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn best_is_the_lowest_head_on_any_queue() {
+        let mut qs = QueueSet::new(3);
+        assert_eq!(qs.best(), None);
+        qs.push(2, 5.0, 1, 20);
+        qs.push(0, 7.0, 2, 10);
+        qs.push(1, 5.0, 3, 11); // same key as on queue 2, enqueued later
+        assert_eq!(qs.best(), Some((2, 5.0)));
+        assert_eq!(qs.pop(2), Some(20));
+        assert_eq!(qs.best(), Some((1, 5.0)));
+        assert_eq!(qs.pop(1), Some(11));
+        assert_eq!(qs.best(), Some((0, 7.0)));
+        assert_eq!(qs.len(), 1);
+    }
+
+    #[test]
+    fn single_pcpu_host_works() {
+        let mut qs = QueueSet::new(1);
+        qs.push(0, 1.0, 1, 3);
+        assert_eq!(qs.best(), Some((0, 1.0)));
+        assert_eq!(qs.pop(0), Some(3));
+        assert_eq!(qs.best(), None);
     }
 }

@@ -39,7 +39,7 @@
 
 use super::limit::TokenBucket;
 use super::params::CpuSchedParams;
-use super::runqueue::RunQueue;
+use super::runqueue::QueueSet;
 use crate::hw::Topology;
 use crate::sim::{Event, EventQueue, Time};
 
@@ -87,6 +87,8 @@ pub struct Vcpu {
     pub key: f64,
     /// entitlement in pCPUs, the proportional-share weight
     pub weight: f64,
+    /// 1 / weight, kept beside it because charging multiplies by it on every slice
+    pub inv_weight: f64,
     /// current or last pCPU
     pub pcpu: u32,
     /// CPU work left in the current burst, ns
@@ -106,13 +108,28 @@ impl Vcpu {
     }
 }
 
+/// First pCPU of each LLC, plus the total: the topology numbers LLC mates adjacently.
+fn llc_ranges(topo: &Topology) -> Vec<usize> {
+    let mut r = vec![0];
+    for (p, w) in topo.pcpus.windows(2).enumerate() {
+        if w[1].llc != w[0].llc {
+            r.push(p + 1);
+        }
+    }
+    r.push(topo.len());
+    r
+}
+
 /// One pCPU.
 #[derive(Debug, Clone, Default)]
 struct Pcpu {
+    /// the vCPU running, or NONE
     running: u32,
+    /// when its slice started
     slice_start: Time,
-    gen: u32,
-    queue: RunQueue,
+    /// the running vCPU's key at slice start and 1/weight, cached for the preemption scan
+    run_key: f64,
+    run_inv_weight: f64,
 }
 
 /// Per-VM scheduling state: the limit bucket and the vCPUs it holds back.
@@ -153,10 +170,12 @@ pub struct CpuSched {
     /// decision counters
     pub stats: SchedStats,
     pcpus: Vec<Pcpu>,
+    queues: QueueSet,
     llc_of: Vec<u32>,
+    /// pCPUs of LLC `l` are `llc_range[l]..llc_range[l + 1]` (topology numbers them adjacently)
+    llc_range: Vec<usize>,
     idle: Vec<bool>,
     idle_count: usize,
-    queued: usize,
     vclock: f64,
     seq: u64,
     core_mhz: u64,
@@ -176,6 +195,7 @@ impl CpuSched {
                     used_ns: 0,
                     key: 0.0,
                     weight: 1.0,
+                    inv_weight: 1.0,
                     // spread first placements round-robin over the host
                     pcpu: (vcpus.len() % topo.len()) as u32,
                     work_left: 0,
@@ -190,15 +210,27 @@ impl CpuSched {
             vcpus,
             vms: vec![VmSched::default(); vcpus_per_vm.len()],
             stats: SchedStats::default(),
-            pcpus: (0..n).map(|_| Pcpu { running: NONE, ..Pcpu::default() }).collect(),
+            pcpus: (0..n).map(|_| Pcpu { running: NONE, slice_start: 0, run_key: 0.0, run_inv_weight: 0.0 }).collect(),
+            queues: QueueSet::new(n),
             llc_of: topo.pcpus.iter().map(|p| p.llc).collect(),
+            llc_range: llc_ranges(topo),
             idle: vec![true; n],
             idle_count: n,
-            queued: 0,
             vclock: 0.0,
             seq: 0,
             core_mhz: topo.core_mhz,
         }
+    }
+
+    /// Timer slot of pCPU `p`'s slice: slots `0..vcpus` are the vCPUs' halt timers.
+    #[inline]
+    pub fn slice_slot(&self, p: u32) -> u32 {
+        self.vcpus.len() as u32 + p
+    }
+
+    /// Timer slots the event queue needs: one per vCPU and one per pCPU.
+    pub fn timer_slots(&self) -> usize {
+        self.vcpus.len() + self.pcpus.len()
     }
 
     /// Number of pCPUs.
@@ -282,34 +314,36 @@ impl CpuSched {
             self.start(target, v, now, q);
             return;
         }
-        self.enqueue(last, v);
-        // preempt the running vCPU furthest ahead in virtual time, if far enough ahead
+        // preempt the running vCPU furthest ahead in virtual time in the waker's LLC, if far
+        // enough ahead (intra-LLC moves are the cheap ones, [WP §3.3])
         let key = self.vcpus[v as usize].key + self.params.wake_preempt_margin_ns as f64;
-        let mut victim = None;
+        let mut victim = NONE;
         let mut worst = key;
-        for (p, pc) in self.pcpus.iter().enumerate() {
-            let r = pc.running;
-            if r != NONE {
-                let rc = &self.vcpus[r as usize];
-                let eff = rc.key + (now - pc.slice_start) as f64 / rc.weight;
+        let llc = self.llc_of[last as usize] as usize;
+        let (lo, hi) = (self.llc_range[llc], self.llc_range[llc + 1]);
+        for (p, pc) in self.pcpus[lo..hi].iter().enumerate() {
+            let p = p + lo;
+            if pc.running != NONE {
+                let eff = pc.run_key + (now - pc.slice_start) as f64 * pc.run_inv_weight;
                 if eff > worst {
                     worst = eff;
-                    victim = Some(p as u32);
+                    victim = p as u32;
                 }
             }
         }
-        if let Some(p) = victim {
-            self.stats.preemptions += 1;
-            let r = self.pcpus[p as usize].running;
-            self.stop(p, now);
-            self.set_state(r, now, VcpuState::Ready);
-            if self.throttled(self.vcpus[r as usize].vm, now) {
-                self.hold(r, now, q);
-            } else {
-                self.enqueue(p, r);
-            }
-            self.dispatch(p, now, q);
+        if victim == NONE {
+            self.enqueue(last, v);
+            return;
         }
+        self.stats.preemptions += 1;
+        let r = self.stop(victim, now, q);
+        self.set_state(r, now, VcpuState::Ready);
+        if self.throttled(self.vcpus[r as usize].vm, now) {
+            self.hold(r, now, q);
+        } else {
+            self.enqueue(victim, r);
+        }
+        self.start(victim, v, now, q);
     }
 
     /// An idle pCPU: `last` itself, else one in its LLC, else the lowest-numbered.
@@ -335,35 +369,19 @@ impl CpuSched {
     #[inline]
     fn enqueue(&mut self, p: u32, v: u32) {
         self.seq += 1;
-        self.queued += 1;
         let key = self.vcpus[v as usize].key;
-        self.pcpus[p as usize].queue.push(key, self.seq, v);
+        self.queues.push(p, key, self.seq, v);
     }
 
-    /// The queue whose head has the lowest `(key, seq)`, own queue first on ties.
-    #[inline]
-    fn best_queue(&self, p: u32) -> Option<(u32, f64)> {
-        if self.queued == 0 {
-            return None;
-        }
-        let mut best: Option<(u32, f64, u64)> = None;
-        let n = self.pcpus.len() as u32;
-        for i in 0..n {
-            let qp = if i == 0 { p } else if i <= p { i - 1 } else { i };
-            if let Some((k, s)) = self.pcpus[qp as usize].queue.peek() {
-                if best.map_or(true, |(_, bk, bs)| (k, s) < (bk, bs)) {
-                    best = Some((qp, k, s));
-                }
-            }
-        }
-        best.map(|(qp, k, _)| (qp, k))
-    }
-
-    /// Give free pCPU `p` the best ready vCPU, or leave it idle.
+    /// Give free pCPU `p` the ready vCPU with the lowest key on the host (pulling it from
+    /// another pCPU's queue if need be), or leave `p` idle.
     fn dispatch(&mut self, p: u32, now: Time, q: &mut EventQueue) {
-        while let Some((qp, _)) = self.best_queue(p) {
-            let v = self.pcpus[qp as usize].queue.pop().expect("peeked");
-            self.queued -= 1;
+        while let Some((qp, key)) = self.queues.best() {
+            let v = self.queues.pop(qp).expect("best queue is not empty");
+            // the virtual clock follows the lowest queued key, like CFS's min_vruntime
+            if key > self.vclock {
+                self.vclock = key;
+            }
             if self.throttled(self.vcpus[v as usize].vm, now) {
                 self.hold(v, now, q);
                 continue;
@@ -390,9 +408,6 @@ impl CpuSched {
             vc.pcpu = p;
         }
         self.stats.dispatches += 1;
-        if vc.key > self.vclock {
-            self.vclock = vc.key;
-        }
         let mut slice = self.params.quantum_ns.min(vc.work_left);
         let vm = &mut self.vms[vc.vm as usize];
         vm.running += 1;
@@ -400,22 +415,24 @@ impl CpuSched {
             let allowance = (b.tokens / vm.running as f64).ceil().max(1.0) as Time;
             slice = slice.min(allowance);
         }
+        let (run_key, run_inv_weight) = (vc.key, vc.inv_weight);
         let pc = &mut self.pcpus[p as usize];
         pc.running = v;
         pc.slice_start = now;
-        pc.gen = pc.gen.wrapping_add(1);
-        q.push(now + slice, Event::SliceEnd { pcpu: p, gen: pc.gen });
+        pc.run_key = run_key;
+        pc.run_inv_weight = run_inv_weight;
+        q.set_timer(self.slice_slot(p), now + slice, Event::SliceEnd { pcpu: p });
     }
 
     /// Stop whatever runs on `p` and charge it; its state is still RUN for the caller to change.
-    fn stop(&mut self, p: u32, now: Time) -> u32 {
+    fn stop(&mut self, p: u32, now: Time, q: &mut EventQueue) -> u32 {
+        q.cancel_timer(self.slice_slot(p));
         let pc = &mut self.pcpus[p as usize];
         let v = pc.running;
         let ran = now - pc.slice_start;
         pc.running = NONE;
-        pc.gen = pc.gen.wrapping_add(1);
         let vc = &mut self.vcpus[v as usize];
-        vc.key += ran as f64 / vc.weight;
+        vc.key += ran as f64 * vc.inv_weight;
         vc.work_left = vc.work_left.saturating_sub(ran);
         let vm = &mut self.vms[vc.vm as usize];
         vm.running -= 1;
@@ -427,13 +444,9 @@ impl CpuSched {
     }
 
     /// A slice timer fired. Returns the vCPU if its burst is done: the caller must then call
-    /// [`CpuSched::burst_done`]. Stale timers return `None` and change nothing.
-    pub fn slice_end(&mut self, p: u32, gen: u32, now: Time, q: &mut EventQueue) -> Option<u32> {
-        let pc = &self.pcpus[p as usize];
-        if pc.gen != gen || pc.running == NONE {
-            return None;
-        }
-        let v = self.stop(p, now);
+    /// [`CpuSched::burst_done`].
+    pub fn slice_end(&mut self, p: u32, now: Time, q: &mut EventQueue) -> Option<u32> {
+        let v = self.stop(p, now, q);
         if self.vcpus[v as usize].work_left == 0 {
             return Some(v);
         }
@@ -465,7 +478,7 @@ impl CpuSched {
             return;
         }
         let key = self.vcpus[v as usize].key;
-        match self.best_queue(p) {
+        match self.queues.best() {
             Some((_, best)) if best < key => {
                 self.set_state(v, now, VcpuState::Ready);
                 self.enqueue(p, v);
@@ -543,11 +556,13 @@ impl CpuSched {
 
     /// Set the weight (entitlement in pCPUs) of vCPU `v`.
     pub fn set_weight(&mut self, v: u32, weight_pcpus: f64) {
-        self.vcpus[v as usize].weight = weight_pcpus.max(MIN_WEIGHT);
+        let vc = &mut self.vcpus[v as usize];
+        vc.weight = weight_pcpus.max(MIN_WEIGHT);
+        vc.inv_weight = 1.0 / vc.weight;
     }
 
     /// Number of vCPUs queued or held (READY or MLMTD).
     pub fn ready_count(&self) -> usize {
-        self.queued + self.vms.iter().map(|s| s.held.len()).sum::<usize>()
+        self.queues.len() + self.vms.iter().map(|s| s.held.len()).sum::<usize>()
     }
 }

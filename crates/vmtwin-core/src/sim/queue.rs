@@ -1,8 +1,11 @@
-//! The event queue: a binary min-heap keyed by `(time, seq)`.
+//! The event queue: one-shot events in a binary heap, plus re-armable timers in an indexed heap.
 //!
-//! `seq` increases with every push, so two events at the same nanosecond pop in the order they
-//! were scheduled. Cancellation is lazy: handlers carry a generation number and ignore stale
-//! events, which keeps the hot path free of searches.
+//! Both are keyed by `(time, seq)`, with `seq` drawn from one counter, so two events at the same
+//! nanosecond pop in the order they were scheduled and every run is identical. Most events of a
+//! busy host are timers that get moved or cancelled (a slice cut short by a preemption, a halt
+//! that ends): a timer slot holds at most one pending event and is re-armed or cancelled in
+//! place, in O(log n), so no stale event is ever popped. One-shot events (samples, entitlement
+//! updates, power-ons, limit refills) go to the plain heap.
 
 use super::Time;
 use std::cmp::Ordering;
@@ -11,10 +14,10 @@ use std::collections::BinaryHeap;
 /// What happens at an instant. Indices refer to the simulation's flat arrays.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Event {
-    /// a waiting or idle vCPU becomes runnable (its think time is over)
+    /// a halted vCPU's halt ends
     Wake { vcpu: u32 },
-    /// the slice of whatever runs on `pcpu` ends; stale unless `gen` matches the pCPU's
-    SliceEnd { pcpu: u32, gen: u32 },
+    /// the slice of whatever runs on `pcpu` ends
+    SliceEnd { pcpu: u32 },
     /// a VM held back by its CPU limit has earned tokens again; stale unless `gen` matches
     LimitRefill { vm: u32, gen: u32 },
     /// recompute demand estimates and entitlements
@@ -45,53 +48,216 @@ impl PartialOrd for Entry {
     }
 }
 
+/// Position of a slot that is not in the timer heap.
+const UNARMED: u32 = u32::MAX;
+
+/// Children per node of the timer heap: a 4-ary heap is half as deep as a binary one, and its
+/// four children sit in one cache line.
+const ARITY: usize = 4;
+
+/// `(time, seq)` packed into one integer, so a comparison is a single branch-free compare.
+#[inline]
+fn pack(time: Time, seq: u64) -> u128 {
+    (u128::from(time) << 64) | u128::from(seq)
+}
+
 /// Pending events in `(time, seq)` order.
 ///
 /// # Examples
 /// ```
 /// use vmtwin_core::sim::{Event, EventQueue};
-/// let mut q = EventQueue::default();
+/// let mut q = EventQueue::with_timers(2);
 /// q.push(5, Event::Sample);
 /// q.push(5, Event::Entitlement);
-/// q.push(1, Event::Wake { vcpu: 0 });
+/// q.set_timer(0, 1, Event::Wake { vcpu: 0 });
+/// q.set_timer(1, 3, Event::SliceEnd { pcpu: 0 });
+/// q.set_timer(1, 7, Event::SliceEnd { pcpu: 0 });   // re-armed: the old time is gone
 /// assert_eq!(q.pop(), Some((1, Event::Wake { vcpu: 0 })));
 /// assert_eq!(q.pop(), Some((5, Event::Sample)));      // same time: emission order
 /// assert_eq!(q.pop(), Some((5, Event::Entitlement)));
+/// assert_eq!(q.pop(), Some((7, Event::SliceEnd { pcpu: 0 })));
 /// assert_eq!(q.pop(), None);
 /// ```
 #[derive(Debug, Default)]
 pub struct EventQueue {
     heap: BinaryHeap<Entry>,
     seq: u64,
+    /// timer heap (4-ary): (packed time and seq, slot)
+    timers: Vec<(u128, u32)>,
+    /// per slot: the event it fires while armed
+    slots: Vec<Event>,
+    /// per slot: index in `timers`, or UNARMED
+    pos: Vec<u32>,
 }
 
 impl EventQueue {
-    /// Schedule `event` at absolute time `time`.
+    /// A queue with `slots` timer slots, numbered from 0.
+    pub fn with_timers(slots: usize) -> Self {
+        EventQueue {
+            slots: vec![Event::Sample; slots],
+            pos: vec![UNARMED; slots],
+            timers: Vec::with_capacity(slots),
+            ..Default::default()
+        }
+    }
+
+    /// Schedule a one-shot `event` at absolute time `time`.
     #[inline]
     pub fn push(&mut self, time: Time, event: Event) {
         self.seq += 1;
         self.heap.push(Entry { time, seq: self.seq, event });
     }
 
+    /// Arm timer `slot` to fire `event` at `time`, replacing whatever it held.
+    #[inline]
+    pub fn set_timer(&mut self, slot: u32, time: Time, event: Event) {
+        self.seq += 1;
+        self.slots[slot as usize] = event;
+        let key = pack(time, self.seq);
+        let p = self.pos[slot as usize];
+        if p == UNARMED {
+            self.timers.push((key, slot));
+            self.sift_up(self.timers.len() - 1, key, slot);
+        } else if key > self.timers[p as usize].0 {
+            self.sift_down(p as usize, key, slot);
+        } else {
+            self.sift_up(p as usize, key, slot);
+        }
+    }
+
+    /// Disarm timer `slot` (no effect when it is not armed).
+    #[inline]
+    pub fn cancel_timer(&mut self, slot: u32) {
+        let p = self.pos[slot as usize];
+        if p != UNARMED {
+            self.remove_at(p as usize);
+        }
+    }
+
     /// Remove and return the earliest event.
     #[inline]
     pub fn pop(&mut self) -> Option<(Time, Event)> {
-        self.heap.pop().map(|e| (e.time, e.event))
+        let timer = self.timers.first().map(|e| e.0);
+        let one_shot = self.heap.peek().map(|e| pack(e.time, e.seq));
+        match (timer, one_shot) {
+            (Some(a), Some(b)) if b < a => self.heap.pop().map(|e| (e.time, e.event)),
+            (Some(key), _) => {
+                let slot = self.timers[0].1;
+                self.remove_at(0);
+                Some(((key >> 64) as Time, self.slots[slot as usize]))
+            }
+            (None, _) => self.heap.pop().map(|e| (e.time, e.event)),
+        }
     }
 
     /// Time of the earliest event, if any.
     #[inline]
     pub fn peek_time(&self) -> Option<Time> {
-        self.heap.peek().map(|e| e.time)
+        let timer = self.timers.first().map(|e| (e.0 >> 64) as Time);
+        let one_shot = self.heap.peek().map(|e| e.time);
+        match (timer, one_shot) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Number of pending events.
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.heap.len() + self.timers.len()
     }
 
     /// True when nothing is pending.
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.len() == 0
+    }
+
+    fn remove_at(&mut self, i: usize) {
+        let slot = self.timers[i].1;
+        self.pos[slot as usize] = UNARMED;
+        let (key, moved) = self.timers.pop().expect("non-empty");
+        if i < self.timers.len() {
+            // the last entry fills the hole, then finds its place
+            if i > 0 && key < self.timers[(i - 1) / ARITY].0 {
+                self.sift_up(i, key, moved);
+            } else {
+                self.sift_down(i, key, moved);
+            }
+        }
+    }
+
+    /// Move the hole at `i` up until `(key, slot)` fits there.
+    #[inline]
+    fn sift_up(&mut self, mut i: usize, key: u128, slot: u32) {
+        while i > 0 {
+            let parent = (i - 1) / ARITY;
+            let (pk, ps) = self.timers[parent];
+            if key >= pk {
+                break;
+            }
+            self.timers[i] = (pk, ps);
+            self.pos[ps as usize] = i as u32;
+            i = parent;
+        }
+        self.timers[i] = (key, slot);
+        self.pos[slot as usize] = i as u32;
+    }
+
+    /// Move the hole at `i` down until `(key, slot)` fits there.
+    #[inline]
+    fn sift_down(&mut self, mut i: usize, key: u128, slot: u32) {
+        let n = self.timers.len();
+        loop {
+            let first = ARITY * i + 1;
+            if first >= n {
+                break;
+            }
+            let mut m = first;
+            let mut mk = self.timers[first].0;
+            for c in first + 1..(first + ARITY).min(n) {
+                let ck = self.timers[c].0;
+                if ck < mk {
+                    m = c;
+                    mk = ck;
+                }
+            }
+            if key <= mk {
+                break;
+            }
+            let ms = self.timers[m].1;
+            self.timers[i] = (mk, ms);
+            self.pos[ms as usize] = i as u32;
+            i = m;
+        }
+        self.timers[i] = (key, slot);
+        self.pos[slot as usize] = i as u32;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cancelled_timer_never_fires() {
+        let mut q = EventQueue::with_timers(3);
+        for s in 0..3 {
+            q.set_timer(s, 10 + s as Time, Event::Wake { vcpu: s });
+        }
+        q.cancel_timer(0);
+        q.cancel_timer(0);
+        assert_eq!(q.len(), 2);
+        assert_eq!(q.pop(), Some((11, Event::Wake { vcpu: 1 })));
+        assert_eq!(q.pop(), Some((12, Event::Wake { vcpu: 2 })));
+        assert_eq!(q.pop(), None);
+    }
+
+    #[test]
+    fn equal_times_pop_in_scheduling_order_across_both_heaps() {
+        let mut q = EventQueue::with_timers(2);
+        q.set_timer(1, 4, Event::Wake { vcpu: 1 });
+        q.push(4, Event::Sample);
+        q.set_timer(0, 4, Event::Wake { vcpu: 0 });
+        let order: Vec<_> = std::iter::from_fn(|| q.pop()).map(|(_, e)| e).collect();
+        assert_eq!(order, vec![Event::Wake { vcpu: 1 }, Event::Sample, Event::Wake { vcpu: 0 }]);
     }
 }
