@@ -393,7 +393,7 @@ impl Simulation {
     /// Schedule the wake that ends a halt (the vCPU is already halted).
     fn follow(&mut self, v: u32, next: Next) {
         match next {
-            Next::Halt(d) => self.queue.set_timer(v, self.now + d, Event::Wake { vcpu: v }),
+            Next::Halt(d) => self.queue.push(self.now + d, Event::Wake { vcpu: v }),
             Next::HaltForever => {}
             Next::Work(_) => unreachable!("work is started by the scheduler"),
         }

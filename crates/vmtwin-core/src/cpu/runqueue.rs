@@ -6,12 +6,27 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-/// `(key, seq)` packed into one integer: keys are non-negative finite floats, whose bit patterns
-/// order like their values, so the packed integers order like the pairs.
+/// `(key, seq, id)` packed into one 16-byte integer: keys are non-negative finite floats, whose
+/// bit patterns order like their values, so packed integers order by key, then by enqueue order
+/// (`seq`, kept to its low 32 bits: ties 4 billion enqueues apart are vanishingly rare and still
+/// break the same way every run), and carry a 32-bit id (the vCPU in a queue, the pCPU in the
+/// tree).
 #[inline]
-fn pack(key: f64, seq: u64) -> u128 {
+fn pack(key: f64, seq: u64, id: u32) -> u128 {
     debug_assert!(key >= 0.0 && key.is_finite());
-    (u128::from(key.to_bits()) << 64) | u128::from(seq)
+    (u128::from(key.to_bits()) << 64) | (u128::from(seq as u32) << 32) | u128::from(id)
+}
+
+/// The id carried in the low 32 bits.
+#[inline]
+fn id_of(packed: u128) -> u32 {
+    packed as u32
+}
+
+/// The packed value with another id (same key and seq).
+#[inline]
+fn with_id(packed: u128, id: u32) -> u128 {
+    (packed & !u128::from(u32::MAX)) | u128::from(id)
 }
 
 #[inline]
@@ -22,26 +37,26 @@ fn key_of(packed: u128) -> f64 {
 /// Ready vCPUs of one pCPU.
 #[derive(Debug, Default, Clone)]
 pub struct RunQueue {
-    heap: BinaryHeap<Reverse<(u128, u32)>>,
+    heap: BinaryHeap<Reverse<u128>>,
 }
 
 impl RunQueue {
     /// Enqueue `vcpu` with virtual time `key` (>= 0); `seq` breaks ties, first come first.
     #[inline]
     pub fn push(&mut self, key: f64, seq: u64, vcpu: u32) {
-        self.heap.push(Reverse((pack(key, seq), vcpu)));
+        self.heap.push(Reverse(pack(key, seq, vcpu)));
     }
 
-    /// The head's packed `(key, seq)`, for comparing queues without removing anything.
+    /// The head, packed, for comparing queues without removing anything.
     #[inline]
     fn head(&self) -> Option<u128> {
-        self.heap.peek().map(|e| e.0 .0)
+        self.heap.peek().map(|e| e.0)
     }
 
     /// Remove the head and return its vCPU.
     #[inline]
     pub fn pop(&mut self) -> Option<u32> {
-        self.heap.pop().map(|e| e.0 .1)
+        self.heap.pop().map(|e| id_of(e.0))
     }
 }
 
@@ -53,9 +68,9 @@ const NO_HEAD: u128 = u128::MAX;
 #[derive(Debug, Clone)]
 pub struct QueueSet {
     queues: Vec<RunQueue>,
-    /// implicit binary tree of (packed head, pCPU): leaves at `leaves + p`, each inner node the
-    /// minimum of its two children
-    tree: Vec<(u128, u32)>,
+    /// implicit binary tree of queue heads packed with their pCPU as id: leaves at
+    /// `leaves + p`, each inner node the minimum of its two children
+    tree: Vec<u128>,
     leaves: usize,
     len: usize,
 }
@@ -65,7 +80,7 @@ impl QueueSet {
     pub fn new(pcpus: usize) -> Self {
         // at least two leaves, so that the root (index 1) is an inner node
         let leaves = pcpus.next_power_of_two().max(2);
-        QueueSet { queues: vec![RunQueue::default(); pcpus], tree: vec![(NO_HEAD, u32::MAX); 2 * leaves], leaves, len: 0 }
+        QueueSet { queues: vec![RunQueue::default(); pcpus], tree: vec![NO_HEAD; 2 * leaves], leaves, len: 0 }
     }
 
     /// Enqueue `vcpu` on pCPU `p`'s queue.
@@ -73,7 +88,7 @@ impl QueueSet {
     pub fn push(&mut self, p: u32, key: f64, seq: u64, vcpu: u32) {
         self.queues[p as usize].push(key, seq, vcpu);
         self.len += 1;
-        if pack(key, seq) < self.tree[self.leaves + p as usize].0 {
+        if pack(key, seq, p) < self.tree[self.leaves + p as usize] {
             self.refresh(p);
         }
     }
@@ -90,8 +105,8 @@ impl QueueSet {
     /// The queue holding the lowest `(key, seq)` on the host, with that key.
     #[inline]
     pub fn best(&self) -> Option<(u32, f64)> {
-        let (k, p) = self.tree[1];
-        (k != NO_HEAD).then(|| (p, key_of(k)))
+        let k = self.tree[1];
+        (k != NO_HEAD).then(|| (id_of(k), key_of(k)))
     }
 
     /// Number of queued vCPUs on the host.
@@ -104,11 +119,10 @@ impl QueueSet {
     #[inline]
     fn refresh(&mut self, p: u32) {
         let mut i = self.leaves + p as usize;
-        self.tree[i] = (self.queues[p as usize].head().unwrap_or(NO_HEAD), p);
+        self.tree[i] = self.queues[p as usize].head().map_or(NO_HEAD, |h| with_id(h, p));
         while i > 1 {
             i /= 2;
-            let (a, b) = (self.tree[2 * i], self.tree[2 * i + 1]);
-            let m = if a.0 <= b.0 { a } else { b };
+            let m = self.tree[2 * i].min(self.tree[2 * i + 1]);
             if self.tree[i] == m {
                 break;
             }

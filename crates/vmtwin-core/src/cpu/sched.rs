@@ -222,15 +222,9 @@ impl CpuSched {
         }
     }
 
-    /// Timer slot of pCPU `p`'s slice: slots `0..vcpus` are the vCPUs' halt timers.
-    #[inline]
-    pub fn slice_slot(&self, p: u32) -> u32 {
-        self.vcpus.len() as u32 + p
-    }
-
-    /// Timer slots the event queue needs: one per vCPU and one per pCPU.
+    /// Timer slots the event queue needs: one per pCPU, for its slice (slot = pCPU index).
     pub fn timer_slots(&self) -> usize {
-        self.vcpus.len() + self.pcpus.len()
+        self.pcpus.len()
     }
 
     /// Number of pCPUs.
@@ -336,7 +330,8 @@ impl CpuSched {
             return;
         }
         self.stats.preemptions += 1;
-        let r = self.stop(victim, now, q);
+        // the victim's slice timer is re-armed by start() below, not cancelled
+        let r = self.stop(victim, now);
         self.set_state(r, now, VcpuState::Ready);
         if self.throttled(self.vcpus[r as usize].vm, now) {
             self.hold(r, now, q);
@@ -392,6 +387,7 @@ impl CpuSched {
         if !self.idle[p as usize] {
             self.idle[p as usize] = true;
             self.idle_count += 1;
+            q.cancel_timer(p);
         }
     }
 
@@ -421,12 +417,13 @@ impl CpuSched {
         pc.slice_start = now;
         pc.run_key = run_key;
         pc.run_inv_weight = run_inv_weight;
-        q.set_timer(self.slice_slot(p), now + slice, Event::SliceEnd { pcpu: p });
+        q.set_timer(p, now + slice, Event::SliceEnd { pcpu: p });
     }
 
     /// Stop whatever runs on `p` and charge it; its state is still RUN for the caller to change.
-    fn stop(&mut self, p: u32, now: Time, q: &mut EventQueue) -> u32 {
-        q.cancel_timer(self.slice_slot(p));
+    /// The caller either re-arms `p`'s slice timer (a new slice) or leaves `p` idle, whose stale
+    /// timer is cancelled in `dispatch`.
+    fn stop(&mut self, p: u32, now: Time) -> u32 {
         let pc = &mut self.pcpus[p as usize];
         let v = pc.running;
         let ran = now - pc.slice_start;
@@ -446,7 +443,7 @@ impl CpuSched {
     /// A slice timer fired. Returns the vCPU if its burst is done: the caller must then call
     /// [`CpuSched::burst_done`].
     pub fn slice_end(&mut self, p: u32, now: Time, q: &mut EventQueue) -> Option<u32> {
-        let v = self.stop(p, now, q);
+        let v = self.stop(p, now);
         if self.vcpus[v as usize].work_left == 0 {
             return Some(v);
         }

@@ -22,7 +22,7 @@
 //! # Known gaps
 //! - Bursts do not carry over unmet demand between trace segments.
 
-use crate::sim::{Rng, Time};
+use crate::sim::{ns, Rng, Time};
 use crate::spec::{BurstDist, WorkloadSpec};
 
 /// What a vCPU does next.
@@ -114,10 +114,10 @@ impl Workload {
                     Next::Halt(0)
                 } else {
                     // random phase over one burst + halt cycle
-                    Next::Halt((rng.uniform() * burst_ns / duty).round() as Time)
+                    Next::Halt(ns(rng.uniform() * burst_ns / duty))
                 }
             }
-            Workload::Trace { burst_ns, .. } => Next::Halt((rng.uniform() * burst_ns).round() as Time),
+            Workload::Trace { burst_ns, .. } => Next::Halt(ns(rng.uniform() * burst_ns)),
         }
     }
 
@@ -127,7 +127,7 @@ impl Workload {
             Workload::Idle => Next::HaltForever,
             Workload::CpuBound { burst_ns, dist, .. } => Next::Work(draw(*burst_ns, *dist, rng)),
             Workload::Trace { burst_ns, .. } => match self.trace_at(t) {
-                (u, _) if u > 0.0 => Next::Work(burst_ns.round() as Time),
+                (u, _) if u > 0.0 => Next::Work(ns(*burst_ns)),
                 (_, Some(next)) => Next::Halt(next - t),
                 (_, None) => Next::HaltForever,
             },
@@ -146,8 +146,8 @@ impl Workload {
                 }
             }
             Workload::Trace { burst_ns, .. } => match self.trace_at(t) {
-                (u, _) if u >= 1.0 => Next::Work(burst_ns.round() as Time),
-                (u, _) if u > 0.0 => Next::Halt((burst_ns * (1.0 - u) / u).round() as Time),
+                (u, _) if u >= 1.0 => Next::Work(ns(*burst_ns)),
+                (u, _) if u > 0.0 => Next::Halt(ns(burst_ns * (1.0 - u) / u)),
                 (_, Some(next)) => Next::Halt(next - t),
                 (_, None) => Next::HaltForever,
             },
@@ -176,7 +176,7 @@ impl Workload {
 
 fn draw(mean: f64, dist: BurstDist, rng: &mut Rng) -> Time {
     match dist {
-        BurstDist::Fixed => mean.round() as Time,
+        BurstDist::Fixed => ns(mean),
         BurstDist::Exponential => rng.exponential(mean),
     }
 }

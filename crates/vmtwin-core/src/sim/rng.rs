@@ -53,6 +53,6 @@ impl Rng {
     #[inline]
     pub fn exponential(&mut self, mean: f64) -> u64 {
         let u = self.uniform();
-        (-(1.0 - u).ln() * mean).round() as u64
+        super::ns(-(1.0 - u).ln() * mean)
     }
 }
