@@ -62,10 +62,12 @@ def _print_summary(results) -> None:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
+    from vmtwin import _core
     from vmtwin.scenario import load_scenario
 
     sc = load_scenario(args.scenario)
     spec = sc.to_engine_spec()
+    _core.Simulation(json.dumps(spec))  # the engine's own checks too: admission control at power-on
     out.print(f"ok: {args.scenario}: {len(spec['vms'])} VMs, {len(spec['pools'])} pools, "
               f"{spec['duration_ns'] / 1e9:g} s")
     return 0

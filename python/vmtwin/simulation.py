@@ -23,7 +23,7 @@ from vmtwin import _core
 from vmtwin import units as _units
 from vmtwin.exceptions import scenario_error
 from vmtwin.results import Results, columns_from_engine, write_results
-from vmtwin.scenario import VM_SHARES_PER_VCPU, Scenario, load_scenario, parse_scenario
+from vmtwin.scenario import MAX_CUSTOM_SHARES, VM_SHARES_PER_VCPU, Scenario, load_scenario, parse_scenario
 
 __all__ = ["Simulation", "run_scenario"]
 
@@ -79,6 +79,9 @@ class Simulation:
             spec["seed"] = seed
         if duration is not None:
             spec["duration_ns"] = _ns(duration, "--duration")
+            if spec["duration_ns"] < spec["sample_interval_ns"]:  # the scenario's own check, for the override
+                raise scenario_error("--duration", duration, "a duration of at least the sample interval, "
+                                     + _units.format_duration(spec["sample_interval_ns"]))
         self._spec = spec
         self._sim = _core.Simulation(json.dumps(spec))
         self._vcpus = {vm["name"]: vm["vcpus"] for vm in spec["vms"]}
@@ -127,10 +130,11 @@ class Simulation:
             raise scenario_error("vm", vm, "one of " + ", ".join(self._vcpus))
         kwargs: dict[str, Any] = {}
         if shares is not None:
-            if isinstance(shares, str) and shares in VM_SHARES_PER_VCPU:
-                shares = VM_SHARES_PER_VCPU[shares] * self._vcpus[vm]
-            if isinstance(shares, bool) or not isinstance(shares, int) or shares < 1:
-                raise scenario_error(f"{vm}.cpu.shares", shares, "low, normal, high or an integer >= 1")
+            if isinstance(shares, str) and shares.strip().lower() in VM_SHARES_PER_VCPU:
+                shares = VM_SHARES_PER_VCPU[shares.strip().lower()] * self._vcpus[vm]
+            elif isinstance(shares, bool) or not isinstance(shares, int) or not 1 <= shares <= MAX_CUSTOM_SHARES:
+                raise scenario_error(f"{vm}.cpu.shares", shares,
+                                     f"low, normal, high or an integer from 1 to {MAX_CUSTOM_SHARES}")
             kwargs["shares"] = shares
         if reservation is not None:
             kwargs["reservation_mhz"] = self._mhz(reservation, f"{vm}.cpu.reservation")

@@ -7,6 +7,17 @@
 //! %MLMTD, counted inside %RDY) until the bucket refills to that level (research/cpu.md C5).
 //! Slices already running may overdraw by at most one slice each; the debt is repaid before the
 //! VM runs again, so the long-run rate never exceeds the limit.
+//!
+//! # Tunables
+//! `limit_burst_ns` (bucket depth as wall time at the limit rate, default 100 ms, C5) in
+//! [`super::CpuSchedParams`]; [`LIMIT_MIN_SLICE_NS`] (1 ms, chosen).
+//!
+//! # Counters
+//! %MLMTD per vCPU and VM (time held back by the limit), sampled by `metrics/`.
+//!
+//! # Known gaps
+//! - One bucket per VM; limits on resource pools shape entitlement (`pools.rs`) but are not
+//!   enforced by a bucket of their own.
 
 use crate::sim::{Time, NS_PER_MS};
 
