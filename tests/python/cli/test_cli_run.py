@@ -65,7 +65,7 @@ def test_same_seed_gives_identical_tables(three_runs):
     assert len(pq.read_table(a / "host.parquet")) == 20
     assert vm.groupby("vm").size().to_dict() == {"web-1": 20, "web-2": 20, "db": 20, "job": 17, "replay": 20,
                                                  "spare": 20}
-    assert vm[vm["vm"] == "web-1"]["%USED"].mean() > 50
+    assert vm[vm["vm"] == "web-1"]["%USED"].mean() > 20 and (vm[vm["vm"] == "spare"]["%USED"] == 0).all()
 
 
 def test_other_seed_gives_other_results(three_runs):
