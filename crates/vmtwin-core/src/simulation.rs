@@ -162,7 +162,12 @@ impl Simulation {
             });
         }
         let vcpus_per_vm: Vec<u32> = vms.iter().map(|v| v.vcpus).collect();
-        let sched = CpuSched::new(&topo, spec.cpu_sched.clone(), &vcpus_per_vm);
+        let mut sched = CpuSched::new(&topo, spec.cpu_sched.clone(), &vcpus_per_vm);
+        for (id, pool) in pools.pools.iter().enumerate() {
+            if let Some(limit) = pool.limit_mhz {
+                sched.add_pool_limit(limit, &pools.vms_below(id as u32));
+            }
+        }
         let sampler = Sampler::new(rngs.len());
         let queue = EventQueue::with_timers(sched.timer_slots());
         let mut sim = Simulation {
@@ -332,7 +337,7 @@ impl Simulation {
                     }
                 }
             }
-            Event::LimitRefill { vm, gen } => self.sched.limit_refill(vm, gen, t, &mut self.queue),
+            Event::LimitRefill { limiter, gen } => self.sched.limit_refill(limiter, gen, t, &mut self.queue),
             Event::Entitlement => {
                 let interval = self.spec.cpu_sched.entitlement_interval_ns;
                 self.sched.update_demand(t, interval);

@@ -82,9 +82,6 @@ def test_nested_pool_limit_caps_vms_below_it_under_contention():
     assert used["z"] == pytest.approx(300, abs=TOLERANCE)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="engine: a pool's CPU limit only lowers its VMs' entitlements; with idle pCPUs "
-                          "they run past it (only VM limits have a token bucket)")
 def test_nested_pool_limit_caps_vms_below_it_with_idle_pcpus():
     # A limit is a hard cap, busy host or not: x and y together may not exceed one pCPU,
     # even though z leaves two pCPUs idle.

@@ -19,4 +19,4 @@ pub use entitlement::{water_fill, Claim};
 pub use limit::{TokenBucket, LIMIT_MIN_SLICE_NS};
 pub use params::CpuSchedParams;
 pub use pools::{Pool, PoolTree, VmClaim, ROOT_POOL};
-pub use sched::{CpuSched, SchedStats, Vcpu, VcpuState, VmSched, NONE, STATES};
+pub use sched::{CpuSched, Limiter, SchedStats, Vcpu, VcpuState, NONE, STATES};

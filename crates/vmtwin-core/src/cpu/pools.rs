@@ -20,6 +20,8 @@
 //! `reserved_mhz` per pool (reservations held by its children, including what they borrowed).
 //!
 //! # Known gaps
+//! - Pool limits are enforced by a token bucket shared by every VM below the pool
+//!   (`limit.rs`); pool settings cannot be changed while a simulation runs.
 //! - ESX keeps part of the host for the VMkernel and the service console; the root pool here
 //!   offers the whole capacity.
 
@@ -102,6 +104,16 @@ impl PoolTree {
     /// Index of a pool by name.
     pub fn find(&self, name: &str) -> Option<u32> {
         self.pools.iter().position(|p| p.name == name).map(|i| i as u32)
+    }
+
+    /// Every VM in `pool` or in a pool below it, in tree order.
+    pub fn vms_below(&self, pool: u32) -> Vec<u32> {
+        let p = &self.pools[pool as usize];
+        let mut out = p.vms.clone();
+        for &c in &p.pools {
+            out.extend(self.vms_below(c));
+        }
+        out
     }
 
     /// Add a pool under `parent`, reserving its reservation from the parent chain.

@@ -11,11 +11,12 @@
 //! Each pCPU has its own run queue. A pCPU that needs work takes the lowest key among its own
 //! queue's head and the other queues' heads (pull migration); a vCPU that wakes goes to an idle
 //! pCPU if there is one, preferring its last pCPU and then its LLC (push migration), and
-//! otherwise queues on its last pCPU and preempts the running vCPU with the highest key if its
-//! own key is lower by more than a margin. A waking vCPU's key is raised to at least the
+//! otherwise preempts the running vCPU with the highest key in its LLC if its own key is lower
+//! by more than a margin, or else queues on its last pCPU. A waking vCPU's key is raised to at least the
 //! virtual clock minus `wake_credit_ns`, so time spent waiting or idle banks no lasting credit
-//! (research/cpu.md C3). A vCPU runs for at most one quantum, its remaining burst, or what its
-//! VM's limit bucket allows (`limit.rs`).
+//! (research/cpu.md C3). A vCPU runs for at most one quantum, its remaining burst, or what the
+//! limit buckets binding it allow (`limit.rs`): its VM's own and those of every resource pool
+//! above it with a limit.
 //!
 //! Every vCPU is in exactly one state at a time (RUN, READY, MLMTD, WAIT, WAIT_IDLE, or OFF
 //! before power-on), and the time in each state is accumulated on every transition, so
@@ -132,18 +133,18 @@ struct Pcpu {
     run_inv_weight: f64,
 }
 
-/// Per-VM scheduling state: the limit bucket and the vCPUs it holds back.
+/// A CPU limit being enforced: a VM's own, or a resource pool's (shared by every VM below it).
 #[derive(Debug, Clone, Default)]
-pub struct VmSched {
-    /// the limit, when set
+pub struct Limiter {
+    /// the limit's bucket; `None` for a VM without a limit
     pub bucket: Option<TokenBucket>,
-    /// vCPUs waiting in MLMTD, in the order they were held
+    /// vCPUs this limiter holds in MLMTD, in the order they were held
     pub held: Vec<u32>,
     /// generation of the pending refill event, bumped to cancel it
     pub refill_gen: u32,
     /// a refill event is pending
     pub refill_pending: bool,
-    /// vCPUs of this VM running now
+    /// vCPUs under this limiter running now
     pub running: u32,
 }
 
@@ -165,8 +166,10 @@ pub struct CpuSched {
     pub params: CpuSchedParams,
     /// every vCPU of every VM, VM by VM
     pub vcpus: Vec<Vcpu>,
-    /// per-VM state, by VM index
-    pub vms: Vec<VmSched>,
+    /// limiters: index `vm` is VM `vm`'s own, pools' limiters follow
+    pub limiters: Vec<Limiter>,
+    /// per VM, the limiters that bind it: its own, then its pools' from the nearest up
+    chains: Vec<Vec<u32>>,
     /// decision counters
     pub stats: SchedStats,
     pcpus: Vec<Pcpu>,
@@ -208,7 +211,8 @@ impl CpuSched {
         CpuSched {
             params,
             vcpus,
-            vms: vec![VmSched::default(); vcpus_per_vm.len()],
+            limiters: vec![Limiter::default(); vcpus_per_vm.len()],
+            chains: (0..vcpus_per_vm.len() as u32).map(|vm| vec![vm]).collect(),
             stats: SchedStats::default(),
             pcpus: (0..n).map(|_| Pcpu { running: NONE, slice_start: 0, run_key: 0.0, run_inv_weight: 0.0 }).collect(),
             queues: QueueSet::new(n),
@@ -274,12 +278,23 @@ impl CpuSched {
 
     /// Set (or clear) the CPU limit of `vm`.
     pub fn set_limit(&mut self, vm: u32, limit_mhz: Option<u64>, now: Time, q: &mut EventQueue) {
-        let s = &mut self.vms[vm as usize];
+        let s = &mut self.limiters[vm as usize];
         s.bucket = limit_mhz.map(|l| TokenBucket::new(l, self.core_mhz, self.params.limit_burst_ns, now));
         // a pending refill belongs to the old bucket: cancel it and release what it held
         s.refill_gen = s.refill_gen.wrapping_add(1);
         s.refill_pending = false;
         self.release_held(vm, now, q);
+    }
+
+    /// Add a resource pool's limit, binding `vms` (every VM below the pool); returns its index.
+    pub fn add_pool_limit(&mut self, limit_mhz: u64, vms: &[u32]) -> u32 {
+        let id = self.limiters.len() as u32;
+        let bucket = TokenBucket::new(limit_mhz, self.core_mhz, self.params.limit_burst_ns, 0);
+        self.limiters.push(Limiter { bucket: Some(bucket), ..Limiter::default() });
+        for &vm in vms {
+            self.chains[vm as usize].push(id);
+        }
+        id
     }
 
     /// `v` wakes with a burst of `work` ns of CPU to do.
@@ -298,8 +313,8 @@ impl CpuSched {
     /// Find a pCPU for a ready vCPU: an idle one, or a queue plus a possible preemption.
     fn place(&mut self, v: u32, now: Time, q: &mut EventQueue) {
         let vm = self.vcpus[v as usize].vm;
-        if self.throttled(vm, now) {
-            self.hold(v, now, q);
+        if let Some(l) = self.throttled(vm, now) {
+            self.hold(v, l, now, q);
             return;
         }
         let last = self.vcpus[v as usize].pcpu;
@@ -333,8 +348,8 @@ impl CpuSched {
         // the victim's slice timer is re-armed by start() below, not cancelled
         let r = self.stop(victim, now);
         self.set_state(r, now, VcpuState::Ready);
-        if self.throttled(self.vcpus[r as usize].vm, now) {
-            self.hold(r, now, q);
+        if let Some(l) = self.throttled(self.vcpus[r as usize].vm, now) {
+            self.hold(r, l, now, q);
         } else {
             self.enqueue(victim, r);
         }
@@ -377,8 +392,8 @@ impl CpuSched {
             if key > self.vclock {
                 self.vclock = key;
             }
-            if self.throttled(self.vcpus[v as usize].vm, now) {
-                self.hold(v, now, q);
+            if let Some(l) = self.throttled(self.vcpus[v as usize].vm, now) {
+                self.hold(v, l, now, q);
                 continue;
             }
             self.start(p, v, now, q);
@@ -405,11 +420,14 @@ impl CpuSched {
         }
         self.stats.dispatches += 1;
         let mut slice = self.params.quantum_ns.min(vc.work_left);
-        let vm = &mut self.vms[vc.vm as usize];
-        vm.running += 1;
-        if let Some(b) = &vm.bucket {
-            let allowance = (b.tokens / vm.running as f64).ceil().max(1.0) as Time;
-            slice = slice.min(allowance);
+        for &l in &self.chains[vc.vm as usize] {
+            let lim = &mut self.limiters[l as usize];
+            lim.running += 1;
+            if let Some(b) = &lim.bucket {
+                // siblings running under the same limit draw from the same bucket
+                let allowance = (b.tokens / lim.running as f64).ceil().max(1.0) as Time;
+                slice = slice.min(allowance);
+            }
         }
         let (run_key, run_inv_weight) = (vc.key, vc.inv_weight);
         let pc = &mut self.pcpus[p as usize];
@@ -431,11 +449,13 @@ impl CpuSched {
         let vc = &mut self.vcpus[v as usize];
         vc.key += ran as f64 * vc.inv_weight;
         vc.work_left = vc.work_left.saturating_sub(ran);
-        let vm = &mut self.vms[vc.vm as usize];
-        vm.running -= 1;
-        if let Some(b) = &mut vm.bucket {
-            b.refill(now);
-            b.tokens -= ran as f64;
+        for &l in &self.chains[vc.vm as usize] {
+            let lim = &mut self.limiters[l as usize];
+            lim.running -= 1;
+            if let Some(b) = &mut lim.bucket {
+                b.refill(now);
+                b.tokens -= ran as f64;
+            }
         }
         v
     }
@@ -468,9 +488,9 @@ impl CpuSched {
 
     /// `v` just stopped on `p` with work left: keep running it if it is still the best choice.
     fn requeue(&mut self, p: u32, v: u32, now: Time, q: &mut EventQueue) {
-        if self.throttled(self.vcpus[v as usize].vm, now) {
+        if let Some(l) = self.throttled(self.vcpus[v as usize].vm, now) {
             self.set_state(v, now, VcpuState::Ready);
-            self.hold(v, now, q);
+            self.hold(v, l, now, q);
             self.dispatch(p, now, q);
             return;
         }
@@ -485,50 +505,52 @@ impl CpuSched {
         }
     }
 
-    /// True when `vm` has a limit whose bucket is empty.
+    /// The first limiter binding `vm` whose bucket is empty, if any.
     #[inline]
-    fn throttled(&mut self, vm: u32, now: Time) -> bool {
-        let s = &mut self.vms[vm as usize];
-        match &mut s.bucket {
-            None => false,
-            Some(b) => {
+    fn throttled(&mut self, vm: u32, now: Time) -> Option<u32> {
+        for &l in &self.chains[vm as usize] {
+            let s = &mut self.limiters[l as usize];
+            if let Some(b) = &mut s.bucket {
                 if s.refill_pending {
-                    return true;
+                    return Some(l);
                 }
                 b.refill(now);
-                b.exhausted()
+                if b.exhausted() {
+                    return Some(l);
+                }
             }
         }
+        None
     }
 
-    /// Park ready vCPU `v` in MLMTD until its VM's bucket refills.
-    fn hold(&mut self, v: u32, now: Time, q: &mut EventQueue) {
+    /// Park ready vCPU `v` in MLMTD until limiter `l`'s bucket refills.
+    fn hold(&mut self, v: u32, l: u32, now: Time, q: &mut EventQueue) {
         self.set_state(v, now, VcpuState::Mlmtd);
-        let vm = self.vcpus[v as usize].vm;
-        let s = &mut self.vms[vm as usize];
+        let s = &mut self.limiters[l as usize];
         s.held.push(v);
         if !s.refill_pending {
             let b = s.bucket.as_ref().expect("held only under a limit");
             let wait = b.time_to_resume();
             if wait != Time::MAX {
                 s.refill_pending = true;
-                q.push(now + wait, Event::LimitRefill { vm, gen: s.refill_gen });
+                q.push(now + wait, Event::LimitRefill { limiter: l, gen: s.refill_gen });
             }
         }
     }
 
-    /// A limit refill event fired.
-    pub fn limit_refill(&mut self, vm: u32, gen: u32, now: Time, q: &mut EventQueue) {
-        let s = &mut self.vms[vm as usize];
+    /// A limit refill event fired: release what the limiter held (another limiter up the chain
+    /// may hold them again).
+    pub fn limit_refill(&mut self, l: u32, gen: u32, now: Time, q: &mut EventQueue) {
+        let s = &mut self.limiters[l as usize];
         if s.refill_gen != gen || !s.refill_pending {
             return;
         }
         s.refill_pending = false;
-        self.release_held(vm, now, q);
+        self.release_held(l, now, q);
     }
 
-    fn release_held(&mut self, vm: u32, now: Time, q: &mut EventQueue) {
-        let held = std::mem::take(&mut self.vms[vm as usize].held);
+    fn release_held(&mut self, l: u32, now: Time, q: &mut EventQueue) {
+        let held = std::mem::take(&mut self.limiters[l as usize].held);
         for v in held {
             self.set_state(v, now, VcpuState::Ready);
             self.place(v, now, q);
@@ -560,6 +582,6 @@ impl CpuSched {
 
     /// Number of vCPUs queued or held (READY or MLMTD).
     pub fn ready_count(&self) -> usize {
-        self.queues.len() + self.vms.iter().map(|s| s.held.len()).sum::<usize>()
+        self.queues.len() + self.limiters.iter().map(|s| s.held.len()).sum::<usize>()
     }
 }

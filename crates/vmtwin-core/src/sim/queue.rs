@@ -19,8 +19,8 @@ pub enum Event {
     Wake { vcpu: u32 },
     /// the slice of whatever runs on `pcpu` ends
     SliceEnd { pcpu: u32 },
-    /// a VM held back by its CPU limit has earned tokens again; stale unless `gen` matches
-    LimitRefill { vm: u32, gen: u32 },
+    /// a CPU limit (a VM's or a pool's) has earned tokens again; stale unless `gen` matches
+    LimitRefill { limiter: u32, gen: u32 },
     /// recompute demand estimates and entitlements
     Entitlement,
     /// sample every counter into the tables
@@ -29,17 +29,17 @@ pub enum Event {
     PowerOn { vm: u32 },
 }
 
+/// A one-shot event with its packed `(time, seq)` key (see [`pack`]; the slot bits are zero).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Entry {
-    time: Time,
-    seq: u64,
+    key: u128,
     event: Event,
 }
 
 impl Ord for Entry {
     fn cmp(&self, other: &Self) -> Ordering {
-        // BinaryHeap is a max-heap: reverse so the earliest (time, seq) is on top.
-        (other.time, other.seq).cmp(&(self.time, self.seq))
+        // BinaryHeap is a max-heap: reverse so the earliest key is on top.
+        other.key.cmp(&self.key)
     }
 }
 
@@ -67,6 +67,11 @@ fn pack(time: Time, seq: u64, slot: u32) -> u128 {
 #[inline]
 fn slot_of(packed: u128) -> u32 {
     packed as u32
+}
+
+#[inline]
+fn time_of(packed: u128) -> Time {
+    (packed >> 64) as Time
 }
 
 /// Pending events in `(time, seq)` order.
@@ -126,7 +131,7 @@ impl EventQueue {
     #[inline]
     pub fn push(&mut self, time: Time, event: Event) {
         self.seq += 1;
-        self.heap.push(Entry { time, seq: self.seq, event });
+        self.heap.push(Entry { key: pack(time, self.seq, 0), event });
     }
 
     /// Arm timer `slot` to fire `event` at `time`, replacing whatever it held.
@@ -168,15 +173,16 @@ impl EventQueue {
     pub fn pop(&mut self) -> Option<(Time, Event)> {
         self.settle();
         let timer = self.timers.first().copied();
-        let one_shot = self.heap.peek().map(|e| (e.time, e.seq as u32));
+        let one_shot = self.heap.peek().map(|e| e.key);
         match (timer, one_shot) {
-            (Some(a), Some(b)) if b < ((a >> 64) as Time, (a >> 32) as u32) => self.heap.pop().map(|e| (e.time, e.event)),
+            // seqs are unique, so the slot bits never decide between the two
+            (Some(a), Some(b)) if b < a => self.heap.pop().map(|e| (time_of(e.key), e.event)),
             (Some(key), _) => {
                 let slot = slot_of(key);
                 self.fired = slot;
-                Some(((key >> 64) as Time, self.slots[slot as usize]))
+                Some((time_of(key), self.slots[slot as usize]))
             }
-            (None, _) => self.heap.pop().map(|e| (e.time, e.event)),
+            (None, _) => self.heap.pop().map(|e| (time_of(e.key), e.event)),
         }
     }
 
@@ -186,11 +192,11 @@ impl EventQueue {
         let timer = if self.fired != UNARMED {
             // the fired timer is gone: the earliest other is one of the root's children
             let n = self.timers.len().min(1 + ARITY);
-            self.timers[1..n].iter().min().map(|k| (k >> 64) as Time)
+            self.timers[1..n].iter().min().map(|&k| time_of(k))
         } else {
-            self.timers.first().map(|k| (k >> 64) as Time)
+            self.timers.first().map(|&k| time_of(k))
         };
-        let one_shot = self.heap.peek().map(|e| e.time);
+        let one_shot = self.heap.peek().map(|e| time_of(e.key));
         match (timer, one_shot) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
