@@ -128,8 +128,9 @@ struct Pcpu {
     running: u32,
     /// when its slice started
     slice_start: Time,
-    /// the running vCPU's key at slice start and 1/weight, cached for the preemption scan
-    run_key: f64,
+    /// the running vCPU's key as a line in time, cached for the preemption scan:
+    /// `key(now) = run_key0 + now * run_inv_weight` (one multiply-add per pCPU scanned)
+    run_key0: f64,
     run_inv_weight: f64,
 }
 
@@ -170,6 +171,9 @@ pub struct CpuSched {
     pub limiters: Vec<Limiter>,
     /// per VM, the limiters that bind it: its own, then its pools' from the nearest up
     chains: Vec<Vec<u32>>,
+    /// per VM: some limiter in its chain has a bucket (the hot paths skip the chain otherwise;
+    /// running counts are then stale and recounted when a limit is set)
+    limited: Vec<bool>,
     /// decision counters
     pub stats: SchedStats,
     pcpus: Vec<Pcpu>,
@@ -213,8 +217,9 @@ impl CpuSched {
             vcpus,
             limiters: vec![Limiter::default(); vcpus_per_vm.len()],
             chains: (0..vcpus_per_vm.len() as u32).map(|vm| vec![vm]).collect(),
+            limited: vec![false; vcpus_per_vm.len()],
             stats: SchedStats::default(),
-            pcpus: (0..n).map(|_| Pcpu { running: NONE, slice_start: 0, run_key: 0.0, run_inv_weight: 0.0 }).collect(),
+            pcpus: (0..n).map(|_| Pcpu { running: NONE, slice_start: 0, run_key0: 0.0, run_inv_weight: 0.0 }).collect(),
             queues: QueueSet::new(n),
             llc_of: topo.pcpus.iter().map(|p| p.llc).collect(),
             llc_range: llc_ranges(topo),
@@ -278,7 +283,10 @@ impl CpuSched {
 
     /// Set (or clear) the CPU limit of `vm`.
     pub fn set_limit(&mut self, vm: u32, limit_mhz: Option<u64>, now: Time, q: &mut EventQueue) {
+        let running = self.vcpus.iter().filter(|c| c.vm == vm && c.state == VcpuState::Run).count() as u32;
+        self.limited[vm as usize] = limit_mhz.is_some() || self.chains[vm as usize].len() > 1;
         let s = &mut self.limiters[vm as usize];
+        s.running = running;
         s.bucket = limit_mhz.map(|l| TokenBucket::new(l, self.core_mhz, self.params.limit_burst_ns, now));
         // a pending refill belongs to the old bucket: cancel it and release what it held
         s.refill_gen = s.refill_gen.wrapping_add(1);
@@ -293,6 +301,7 @@ impl CpuSched {
         self.limiters.push(Limiter { bucket: Some(bucket), ..Limiter::default() });
         for &vm in vms {
             self.chains[vm as usize].push(id);
+            self.limited[vm as usize] = true;
         }
         id
     }
@@ -330,10 +339,11 @@ impl CpuSched {
         let mut worst = key;
         let llc = self.llc_of[last as usize] as usize;
         let (lo, hi) = (self.llc_range[llc], self.llc_range[llc + 1]);
+        let now_f = now as f64;
         for (p, pc) in self.pcpus[lo..hi].iter().enumerate() {
             let p = p + lo;
             if pc.running != NONE {
-                let eff = pc.run_key + (now - pc.slice_start) as f64 * pc.run_inv_weight;
+                let eff = pc.run_key0 + now_f * pc.run_inv_weight;
                 if eff > worst {
                     worst = eff;
                     victim = p as u32;
@@ -420,7 +430,8 @@ impl CpuSched {
         }
         self.stats.dispatches += 1;
         let mut slice = self.params.quantum_ns.min(vc.work_left);
-        for &l in &self.chains[vc.vm as usize] {
+        let chain: &[u32] = if self.limited[vc.vm as usize] { &self.chains[vc.vm as usize] } else { &[] };
+        for &l in chain {
             let lim = &mut self.limiters[l as usize];
             lim.running += 1;
             if let Some(b) = &lim.bucket {
@@ -433,7 +444,7 @@ impl CpuSched {
         let pc = &mut self.pcpus[p as usize];
         pc.running = v;
         pc.slice_start = now;
-        pc.run_key = run_key;
+        pc.run_key0 = run_key - now as f64 * run_inv_weight;
         pc.run_inv_weight = run_inv_weight;
         q.set_timer(p, now + slice, Event::SliceEnd { pcpu: p });
     }
@@ -449,7 +460,8 @@ impl CpuSched {
         let vc = &mut self.vcpus[v as usize];
         vc.key += ran as f64 * vc.inv_weight;
         vc.work_left = vc.work_left.saturating_sub(ran);
-        for &l in &self.chains[vc.vm as usize] {
+        let chain: &[u32] = if self.limited[vc.vm as usize] { &self.chains[vc.vm as usize] } else { &[] };
+        for &l in chain {
             let lim = &mut self.limiters[l as usize];
             lim.running -= 1;
             if let Some(b) = &mut lim.bucket {
@@ -508,6 +520,9 @@ impl CpuSched {
     /// The first limiter binding `vm` whose bucket is empty, if any.
     #[inline]
     fn throttled(&mut self, vm: u32, now: Time) -> Option<u32> {
+        if !self.limited[vm as usize] {
+            return None;
+        }
         for &l in &self.chains[vm as usize] {
             let s = &mut self.limiters[l as usize];
             if let Some(b) = &mut s.bucket {
