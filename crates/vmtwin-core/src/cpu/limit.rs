@@ -19,7 +19,7 @@
 //! - One bucket per VM; limits on resource pools shape entitlement (`pools.rs`) but are not
 //!   enforced by a bucket of their own.
 
-use crate::sim::{Time, NS_PER_MS};
+use crate::sim::{ns_f, Time, NS_PER_MS};
 
 /// Least CPU a throttled VM must have earned before it runs again, in pCPU-ns. 1 ms: chosen,
 /// short enough to keep limited VMs smooth, long enough that a throttled VM is not woken for
@@ -50,7 +50,7 @@ impl TokenBucket {
     /// Accrue tokens up to `now`.
     #[inline]
     pub fn refill(&mut self, now: Time) {
-        let dt = now.saturating_sub(self.updated) as f64;
+        let dt = ns_f(now.saturating_sub(self.updated));
         self.tokens = (self.tokens + dt * self.rate).min(self.depth);
         self.updated = now;
     }

@@ -42,7 +42,7 @@ use super::limit::TokenBucket;
 use super::params::CpuSchedParams;
 use super::runqueue::QueueSet;
 use crate::hw::Topology;
-use crate::sim::{Event, EventQueue, Time};
+use crate::sim::{ns_f, Event, EventQueue, Time};
 
 /// Lowest weight a vCPU can have, in pCPUs, so that a vCPU whose estimated demand is zero still
 /// has a finite virtual-time rate when it wakes.
@@ -339,15 +339,14 @@ impl CpuSched {
         let mut worst = key;
         let llc = self.llc_of[last as usize] as usize;
         let (lo, hi) = (self.llc_range[llc], self.llc_range[llc + 1]);
-        let now_f = now as f64;
+        let now_f = ns_f(now);
+        // no pCPU is idle here (checked above), so every one in the LLC has a running vCPU
         for (p, pc) in self.pcpus[lo..hi].iter().enumerate() {
-            let p = p + lo;
-            if pc.running != NONE {
-                let eff = pc.run_key0 + now_f * pc.run_inv_weight;
-                if eff > worst {
-                    worst = eff;
-                    victim = p as u32;
-                }
+            debug_assert!(pc.running != NONE);
+            let eff = pc.run_key0 + now_f * pc.run_inv_weight;
+            if eff > worst {
+                worst = eff;
+                victim = (p + lo) as u32;
             }
         }
         if victim == NONE {
@@ -444,7 +443,7 @@ impl CpuSched {
         let pc = &mut self.pcpus[p as usize];
         pc.running = v;
         pc.slice_start = now;
-        pc.run_key0 = run_key - now as f64 * run_inv_weight;
+        pc.run_key0 = run_key - ns_f(now) * run_inv_weight;
         pc.run_inv_weight = run_inv_weight;
         q.set_timer(p, now + slice, Event::SliceEnd { pcpu: p });
     }
@@ -458,7 +457,7 @@ impl CpuSched {
         let ran = now - pc.slice_start;
         pc.running = NONE;
         let vc = &mut self.vcpus[v as usize];
-        vc.key += ran as f64 * vc.inv_weight;
+        vc.key += ns_f(ran) * vc.inv_weight;
         vc.work_left = vc.work_left.saturating_sub(ran);
         let chain: &[u32] = if self.limited[vc.vm as usize] { &self.chains[vc.vm as usize] } else { &[] };
         for &l in chain {
@@ -466,7 +465,7 @@ impl CpuSched {
             lim.running -= 1;
             if let Some(b) = &mut lim.bucket {
                 b.refill(now);
-                b.tokens -= ran as f64;
+                b.tokens -= ns_f(ran);
             }
         }
         v
