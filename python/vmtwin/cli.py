@@ -1,7 +1,8 @@
 """The ``vmtwin`` command: run, validate, schema, report, reproduce.
 
-Every user error (bad scenario, refused reservation, bad argument) prints one line, ``error:
-...``, and exits with status 2, without a traceback and without writing anything.
+Every user error (bad scenario, refused reservation, bad argument) prints ``error: ...`` (one
+line per problem found), and exits with status 2, without a traceback and without writing
+anything.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from vmtwin.exceptions import VmtwinError
 
 USER_ERROR = 2
 
-out = Console()
+# piped output keeps whole lines (rich would otherwise cut table cells at 80 columns)
+out = Console(width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True, soft_wrap=True)
 
 
@@ -29,8 +31,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     sim = Simulation(args.scenario, seed=args.seed, duration=args.duration)
     out_dir = Path(args.output)
+    if out_dir.is_file():
+        raise FileExistsError(f"-o {out_dir}: a file is there; give a folder for the results")
     if out_dir.exists() and not (out_dir / "manifest.json").exists() and any(out_dir.iterdir()):
-        raise FileExistsError(f"{out_dir} exists and is not a vmtwin results folder; refusing to replace it")
+        raise FileExistsError(f"-o {out_dir}: exists and is not a vmtwin results folder; refusing to replace it")
     total = sim.duration
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[sim]}"),
                   TimeElapsedColumn(), console=err, disable=args.quiet or not err.is_terminal) as bar:
@@ -163,7 +167,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return args.func(args)
     except (VmtwinError, FileExistsError, FileNotFoundError, NotADirectoryError, KeyError, ValueError) as e:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else e
-        err.print(f"error: {msg}", markup=False, highlight=False)
+        # several problems come one per line: each gets the prefix, so every line reads alone
+        for line in str(msg).splitlines() or [""]:
+            err.print(f"error: {line}", markup=False, highlight=False)
         return USER_ERROR
     except KeyboardInterrupt:
         err.print("interrupted: nothing written", markup=False)
