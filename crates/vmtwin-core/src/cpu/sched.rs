@@ -12,9 +12,9 @@
 //! queue's head and the other queues' heads (pull migration); a vCPU that wakes goes to an idle
 //! pCPU if there is one, preferring its last pCPU and then its LLC (push migration), and
 //! otherwise preempts the running vCPU with the highest key in its LLC if its own key is lower
-//! by more than a margin, or else queues on its last pCPU. A waking vCPU's key is raised to at least the
-//! virtual clock minus `wake_credit_ns`, so time spent waiting or idle banks no lasting credit
-//! (research/cpu.md C3). A vCPU runs for at most one quantum, its remaining burst, or what the
+//! by more than a margin, or else queues on its last pCPU. A waking vCPU's key is raised to at
+//! least the virtual clock (the lowest queued key, as CFS's `min_vruntime`) minus
+//! `wake_credit_ns`, so time spent waiting or idle banks no lasting credit (research/cpu.md C3). A vCPU runs for at most one quantum, its remaining burst, or what the
 //! limit buckets binding it allow (`limit.rs`): its VM's own and those of every resource pool
 //! above it with a limit.
 //!
@@ -35,8 +35,13 @@
 //! # Known gaps
 //! - Every vCPU is scheduled independently: co-scheduling (skew, co-stop), NUMA home nodes,
 //!   hyperthread charging and LLC-aware migration cost come with their own issue; the seams
-//!   are `place()` (where a waking vCPU goes) and `pick()` (which queue a pCPU pulls from).
-//! - No scheduler overhead is charged: dispatch and migration are free.
+//!   are `place()` (where a waking vCPU goes) and `dispatch()` (which queue a pCPU pulls from).
+//! - No scheduler overhead is charged and migration is free, so a pCPU pulls the lowest key on
+//!   the host wherever it is queued: most dispatches migrate. ESX 4's load-based migration
+//!   throttling ([WP §3.3.1]) belongs with the migration-cost model.
+//! - A limit caps the VM's entitlement as well as its bucket, so on a contended host a
+//!   limit-bound VM waits mostly in READY at its entitled rate, and MLMTD counts only the time
+//!   its bucket is empty (on an idle host all of its waiting is MLMTD).
 
 use super::limit::TokenBucket;
 use super::params::CpuSchedParams;
