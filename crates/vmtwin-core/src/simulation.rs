@@ -7,7 +7,7 @@
 //! reservation and limit, or power one on, which is the narrow control API the management layer
 //! (vATM, autonomous resource sharing) drives.
 
-use crate::cpu::{water_fill, Claim, CpuSched, Pool, PoolTree, VmClaim, ROOT_POOL};
+use crate::cpu::{CpuSched, Pool, PoolTree, VmClaim, ROOT_POOL};
 use crate::guest::{Next, Workload};
 use crate::hw::Topology;
 use crate::metrics::{Sampler, Table, VmRow};
@@ -405,9 +405,17 @@ impl Simulation {
     }
 
     /// Recompute every VM's entitlement and every vCPU's weight.
+    ///
+    /// Two water-fillings of the pool tree: the scheduling weights follow the white paper's
+    /// entitlement, "calculated from shares, reservation, and limit" alone ([WP §2.1]), as if
+    /// every VM demanded all it may use, so a VM that uses less than its share is favoured when
+    /// it does want CPU; the reported `entitlement_mhz` also caps each VM at its estimated
+    /// demand and hands the rest to the others (what the VM can expect to get, as vCenter shows).
+    /// A VM's weight is split evenly over its vCPUs (each at most one pCPU, since a VM's weight
+    /// is at most its vCPUs' worth).
     fn recompute_entitlements(&mut self) {
         let core = self.topo.core_mhz as f64;
-        let claims: Vec<VmClaim> = self
+        let mut claims: Vec<VmClaim> = self
             .vms
             .iter()
             .map(|v| {
@@ -423,18 +431,20 @@ impl Simulation {
                 }
             })
             .collect();
-        let ent = self.pools.entitlements(&claims, self.topo.capacity_mhz() as f64);
+        let capacity = self.topo.capacity_mhz() as f64;
+        let expected = self.pools.entitlements(&claims, capacity);
+        for c in &mut claims {
+            c.demand_mhz = c.max_mhz;
+        }
+        let weights = self.pools.entitlements(&claims, capacity);
         for (i, v) in self.vms.iter_mut().enumerate() {
-            v.entitlement_mhz = ent[i];
-            v.demand_mhz = claims[i].demand_mhz.min(claims[i].max_mhz);
-            let range = v.first_vcpu..v.first_vcpu + v.vcpus;
-            let per: Vec<Claim> = range
-                .clone()
-                .map(|k| Claim { shares: 1.0, lo: 0.0, hi: self.sched.vcpus[k as usize].demand.min(1.0) * core })
-                .collect();
-            let split = water_fill(ent[i], &per);
-            for (k, mhz) in range.zip(split) {
-                self.sched.set_weight(k, mhz / core);
+            v.entitlement_mhz = expected[i];
+            v.demand_mhz = claims[i].max_mhz.min(
+                self.sched.vcpus[v.first_vcpu as usize..(v.first_vcpu + v.vcpus) as usize].iter().map(|c| c.demand).sum::<f64>() * core,
+            );
+            let per_vcpu = weights[i] / v.vcpus as f64 / core;
+            for k in v.first_vcpu..v.first_vcpu + v.vcpus {
+                self.sched.set_weight(k, per_vcpu);
             }
         }
     }

@@ -4,6 +4,7 @@ mod common;
 
 use common::*;
 use proptest::prelude::*;
+use proptest::test_runner::RngSeed;
 use vmtwin_core::cpu::VcpuState;
 use vmtwin_core::metrics::Column;
 use vmtwin_core::spec::{BurstDist, WorkloadSpec};
@@ -27,7 +28,7 @@ fn workload() -> impl Strategy<Value = WorkloadSpec> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 128, rng_seed: RngSeed::Fixed(128), ..ProptestConfig::default() })]
 
     /// For every vCPU, RUN + READY + MLMTD + WAIT + WAIT_IDLE equals its powered-on time, no
     /// pCPU runs more than one vCPU at a time, and the sampled per-interval counters add up to

@@ -12,11 +12,12 @@
 //!
 //! or `a_i = hi_i` when even the ceilings fit. `F(lambda) = sum clamp(...)` is piecewise linear
 //! and non-decreasing, so `lambda` is found exactly by walking its sorted breakpoints
-//! (`lo_i/s_i`, `hi_i/s_i`). The floor of a child is its reservation, but only as much of it as
-//! the child demands, so an idle reserved VM does not inflate its weight; the ceiling is
-//! `min(limit, demand)`. A VM's entitlement is then split over its vCPUs by the same rule with
-//! equal shares, each vCPU capped at one pCPU. The scheduler uses the vCPU entitlements as
-//! proportional-share weights (see `sched.rs`).
+//! (`lo_i/s_i`, `hi_i/s_i`). The floor of a child is its reservation, the ceiling its limit
+//! and the most its vCPUs can use. This is computed twice per update (`simulation.rs`): once as
+//! the white paper's entitlement, from shares, reservation and limit alone, which the scheduler
+//! uses as weights (`sched.rs`); and once with every floor and ceiling also capped at the
+//! child's estimated demand, the CPU it can expect (reported as `entitlement_mhz`), where an
+//! idle child's unused share goes to the busy ones.
 //!
 //! # Tunables
 //! None here: demand comes from the scheduler's EWMA (`demand_ewma_weight`).
@@ -25,8 +26,8 @@
 //! `entitlement_mhz` and `demand_mhz` per VM, sampled into the `vm` table.
 //!
 //! # Known gaps
-//! - Expandable reservations matter only for admission control (`admission.rs`); at run time a
-//!   pool's floor is the larger of its reservation and its children's demanded reservations.
+//! - Expandable reservations matter only for admission control (`pools.rs`); at run time a
+//!   pool's floor is the larger of its reservation and its children's floors.
 //! - Hyperthreads count as full pCPUs of capacity.
 
 /// One child at one level of the tree.

@@ -25,7 +25,8 @@ pub struct CpuSchedParams {
     /// so idle time banks no lasting credit (C3: "idle and wait time then bank no credit",
     /// "clamp the accumulated lag").
     pub wake_credit_ns: Time,
-    /// Weight of the newest interval in the EWMA of each vCPU's demand (runnable fraction),
+    /// Weight of the newest interval in the EWMA of each vCPU's demand (runnable fraction), which
+    /// sets the reported demand and expected entitlement (not the scheduling weights),
     /// dimensionless in (0, 1]. Default 0.5: chosen, see test `demand_tracks_duty_cycle`.
     pub demand_ewma_weight: f64,
 }

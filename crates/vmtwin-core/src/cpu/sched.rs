@@ -2,8 +2,9 @@
 //!
 //! ESX picks the world whose *priority*, consumed CPU divided by entitled CPU, is lowest
 //! ([WP §2.1]: "a priority 0 is considered higher than 100"). Here each vCPU carries a virtual
-//! time `key`, the CPU it has consumed divided by its entitlement (its weight, in pCPUs, from
-//! `entitlement.rs`): running for `dt` adds `dt / weight`. Picking the lowest key is picking the
+//! time `key`, the CPU it has consumed divided by its entitlement (its weight, in pCPUs: its
+//! VM's entitlement from shares, reservation and limit, `entitlement.rs`, split evenly over the
+//! VM's vCPUs): running for `dt` adds `dt / weight`. Picking the lowest key is picking the
 //! lowest consumed/entitled ratio along a shared virtual clock, and because every weight is at
 //! most one pCPU and the weights of runnable vCPUs fit the host, CPU-bound vCPUs receive CPU in
 //! proportion to their entitlements (tested against an exact water-filling oracle).
@@ -49,9 +50,9 @@ use super::runqueue::QueueSet;
 use crate::hw::Topology;
 use crate::sim::{ns_f, Event, EventQueue, Time};
 
-/// Lowest weight a vCPU can have, in pCPUs, so that a vCPU whose estimated demand is zero still
-/// has a finite virtual-time rate when it wakes.
-const MIN_WEIGHT: f64 = 1e-3;
+/// Lowest weight a vCPU can have, in pCPUs (a few Hz): a VM whose entitlement is zero (the
+/// host fully reserved by others) still has a finite virtual-time rate.
+const MIN_WEIGHT: f64 = 1e-9;
 
 /// No vCPU.
 pub const NONE: u32 = u32::MAX;
