@@ -1,4 +1,4 @@
-"""The ``vmtwin`` command: run, validate, schema, report, reproduce.
+"""The ``vmtwin`` command: run, validate, schema, report, export, reproduce.
 
 Every user error (bad scenario, refused reservation, bad argument) prints ``error: ...`` (one
 line per problem found), and exits with status 2, without a traceback and without writing
@@ -92,6 +92,14 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_export(args: argparse.Namespace) -> int:
+    from vmtwin.results import to_esxtop_csv
+
+    path = to_esxtop_csv(args.results, args.esxtop)
+    out.print(f"esxtop batch CSV: {path}")
+    return 0
+
+
 def _cmd_reproduce(args: argparse.Namespace) -> int:
     from vmtwin import reproduce
 
@@ -150,6 +158,11 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("results")
     rep.add_argument("-o", "--output", help="HTML file (default: RESULTS/report.html)")
     rep.set_defaults(func=_cmd_report)
+
+    e = sub.add_parser("export", help="export a results folder for other tools")
+    e.add_argument("results")
+    e.add_argument("--esxtop", required=True, metavar="CSV", help="esxtop batch-mode (PDH-CSV) file to write")
+    e.set_defaults(func=_cmd_export)
 
     x = sub.add_parser("reproduce", help="run a published experiment: published vs simulated")
     x.add_argument("id", nargs="?", help="experiment ID (see --list)")
