@@ -242,8 +242,8 @@ impl Simulation {
         let v = &self.vms[vm as usize];
         let mut out = [0u64; 6];
         for vc in &self.sched.vcpus[v.first_vcpu as usize..(v.first_vcpu + v.vcpus) as usize] {
-            for s in 0..5 {
-                out[s] += vc.time_ns[s];
+            for (o, t) in out.iter_mut().zip(&vc.time_ns[..5]) {
+                *o += t;
             }
             out[5] += vc.used_ns;
         }

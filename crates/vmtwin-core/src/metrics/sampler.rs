@@ -95,16 +95,29 @@ impl Pct {
     }
 }
 
-fn host_row(t: f64, p: u32, cap: f64, used: f64, util: f64, used_pct: f64, ready: f64, on: u32) -> Vec<(&'static str, Value)> {
+/// One row of the host table.
+#[derive(Default)]
+struct HostCells {
+    time_s: f64,
+    pcpus: u32,
+    capacity_mhz: f64,
+    used_mhz: f64,
+    util_pct: f64,
+    used_pct: f64,
+    ready_vcpus: f64,
+    powered_on_vms: u32,
+}
+
+fn host_row(h: &HostCells) -> Vec<(&'static str, Value)> {
     vec![
-        ("time_s", Value::F64(t)),
-        ("pcpus", Value::U32(p)),
-        ("capacity_mhz", Value::F64(cap)),
-        ("used_mhz", Value::F64(used)),
-        ("%PCPU_UTIL", Value::F64(util)),
-        ("%PCPU_USED", Value::F64(used_pct)),
-        ("ready_vcpus", Value::F64(ready)),
-        ("powered_on_vms", Value::U32(on)),
+        ("time_s", Value::F64(h.time_s)),
+        ("pcpus", Value::U32(h.pcpus)),
+        ("capacity_mhz", Value::F64(h.capacity_mhz)),
+        ("used_mhz", Value::F64(h.used_mhz)),
+        ("%PCPU_UTIL", Value::F64(h.util_pct)),
+        ("%PCPU_USED", Value::F64(h.used_pct)),
+        ("ready_vcpus", Value::F64(h.ready_vcpus)),
+        ("powered_on_vms", Value::U32(h.powered_on_vms)),
     ]
 }
 
@@ -142,7 +155,7 @@ impl Sampler {
         let zero = Pct::new(&[0; STATES], 0, 1.0);
         let r = VmRow { vcpus: 0, shares: 0, reservation_mhz: 0, limit_mhz: None, entitlement_mhz: 0.0, demand_mhz: 0.0, powered_on_at: None };
         Sampler {
-            host: Table::with_schema(&host_row(0.0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0)),
+            host: Table::with_schema(&host_row(&HostCells::default())),
             vm: Table::with_schema(&vm_row(0.0, 0, &r, &zero, 0.0)),
             vcpu: Table::with_schema(&vcpu_row(0.0, 0, 0, &zero, &[0; STATES], 0)),
             prev: vec![[0; STATES]; vcpus],
@@ -159,10 +172,7 @@ impl Sampler {
         let mut vm_idx = vec![0u32; vms.len()];
         let (mut run_total, mut used_total, mut ready_total) = (0u64, 0u64, 0u64);
         for (v, vc) in sched.vcpus.iter().enumerate() {
-            let mut d = [0u64; STATES];
-            for s in 0..STATES {
-                d[s] = vc.time_ns[s] - self.prev[v][s];
-            }
+            let d: [u64; STATES] = std::array::from_fn(|s| vc.time_ns[s] - self.prev[v][s]);
             let used = vc.used_ns - self.prev_used[v];
             self.prev[v] = vc.time_ns;
             self.prev_used[v] = vc.used_ns;
@@ -176,8 +186,8 @@ impl Sampler {
             }
             let pct = Pct::new(&d, used, span);
             self.vcpu.push_row(&vcpu_row(t, vc.vm, idx, &pct, &d, used));
-            for s in 0..STATES {
-                vm_acc[vm].0[s] += d[s];
+            for (acc, x) in vm_acc[vm].0.iter_mut().zip(d) {
+                *acc += x;
             }
             vm_acc[vm].1 += used;
             run_total += d[RUN];
@@ -199,16 +209,16 @@ impl Sampler {
         }
         let p = sched.pcpu_count() as f64;
         let cap = p * core_mhz as f64;
-        self.host.push_row(&host_row(
-            t,
-            sched.pcpu_count() as u32,
-            cap,
-            used_total as f64 / interval * core_mhz as f64,
-            100.0 * run_total as f64 / (interval * p),
-            100.0 * used_total as f64 / (interval * p),
-            ready_total as f64 / interval,
-            on,
-        ));
+        self.host.push_row(&host_row(&HostCells {
+            time_s: t,
+            pcpus: sched.pcpu_count() as u32,
+            capacity_mhz: cap,
+            used_mhz: used_total as f64 / interval * core_mhz as f64,
+            util_pct: 100.0 * run_total as f64 / (interval * p),
+            used_pct: 100.0 * used_total as f64 / (interval * p),
+            ready_vcpus: ready_total as f64 / interval,
+            powered_on_vms: on,
+        }));
         self.last = now;
     }
 }
