@@ -906,12 +906,7 @@ def load_scenario(path: Union[str, Path]) -> Scenario:
         The file cannot be read, or anything in it is wrong (see :func:`parse_scenario`).
     """
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise scenario_error(str(p), str(p), "an existing scenario file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise scenario_error(str(p), str(p), f"a readable UTF-8 text file ({exc.__class__.__name__})") from None
+    text = _trace_io.read_text_file(p, "scenario file")
     return parse_scenario(text, base_dir=p.resolve().parent, name=str(p))
 
 

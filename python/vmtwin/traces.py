@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from vmtwin.exceptions import ScenarioError, scenario_error
+from vmtwin.exceptions import scenario_error
 
 __all__ = ["Trace", "PLANETLAB_SAMPLE_NS", "read_planetlab", "read_bitbrains", "bitbrains_vm_ids"]
 
@@ -70,8 +70,14 @@ class Trace:
         return sum(self.segment_ns)
 
 
-def _file_error(where: str, value: object, allowed: str) -> ScenarioError:
-    return scenario_error(where, value, allowed)
+def read_text_file(path: Path, what: str) -> str:
+    """The UTF-8 text of ``path``, or a ScenarioError naming the file and ``what`` was expected."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise scenario_error(str(path), str(path), f"an existing {what}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise scenario_error(str(path), str(path), f"a readable UTF-8 {what} ({exc.__class__.__name__}: {exc})") from None
 
 
 def read_planetlab(path: str | Path) -> Trace:
@@ -94,12 +100,7 @@ def read_planetlab(path: str | Path) -> Trace:
         (the message names the file and the line number).
     """
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise _file_error(str(p), str(p), "an existing PlanetLab trace file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise _file_error(str(p), str(p), f"a readable text file ({exc.__class__.__name__}: {exc})") from None
+    text = read_text_file(p, "PlanetLab trace file")
     util: list[float] = []
     blank_at = 0  # first blank line seen; only trailing blank lines are harmless
     for lineno, line in enumerate(text.splitlines(), start=1):
@@ -109,16 +110,16 @@ def read_planetlab(path: str | Path) -> Trace:
             continue
         if blank_at:
             # A blank line in the middle would silently shift every later sample in time.
-            raise _file_error(f"{p}:{blank_at}", "", "no blank lines between samples")
+            raise scenario_error(f"{p}:{blank_at}", "", "no blank lines between samples")
         try:
             pct = int(s)
         except ValueError:
-            raise _file_error(f"{p}:{lineno}", s, "an integer percent from 0 to 100 per line") from None
+            raise scenario_error(f"{p}:{lineno}", s, "an integer percent from 0 to 100 per line") from None
         if not 0 <= pct <= 100:
-            raise _file_error(f"{p}:{lineno}", pct, "an integer percent from 0 to 100 per line")
+            raise scenario_error(f"{p}:{lineno}", pct, "an integer percent from 0 to 100 per line")
         util.append(pct / 100.0)
     if not util:
-        raise _file_error(str(p), "an empty file", "at least one sample (one integer percent per line)")
+        raise scenario_error(str(p), "an empty file", "at least one sample (one integer percent per line)")
     return Trace([PLANETLAB_SAMPLE_NS] * len(util), util, source=str(p))
 
 
@@ -130,11 +131,11 @@ def _bitbrains_tables(folder: Path):
     for name, cols in (("tasks", ["id", "cpu_count", "cpu_capacity"]), ("fragments", ["id", "duration", "cpu_usage"])):
         f = folder / f"{name}.parquet"
         if not f.is_file():
-            raise _file_error(str(f), str(f), f"an existing Bitbrains {name}.parquet in the trace folder")
+            raise scenario_error(str(f), str(f), f"an existing Bitbrains {name}.parquet in the trace folder")
         try:
             tables[name] = pq.read_table(f, columns=cols)
         except Exception as exc:  # pyarrow raises several classes for bad files
-            raise _file_error(
+            raise scenario_error(
                 str(f), str(f), f"a Parquet file with columns {', '.join(cols)} ({exc.__class__.__name__}: {exc})"
             ) from None
     return tables["tasks"], tables["fragments"]
@@ -171,20 +172,20 @@ def read_bitbrains(folder: str | Path, vm_id: int) -> Trace:
     """
     d = Path(folder)
     if not d.is_dir():
-        raise _file_error(str(d), str(d), "an existing Bitbrains tasks-fragments folder")
+        raise scenario_error(str(d), str(d), "an existing Bitbrains tasks-fragments folder")
     tasks, frags = _bitbrains_tables(d)
     ids = tasks.column("id").to_pylist()
     try:
         row = ids.index(vm_id)
     except ValueError:
         some = ", ".join(str(i) for i in sorted(ids)[:8])
-        raise _file_error(
+        raise scenario_error(
             f"{d / 'tasks.parquet'}", vm_id, f"a VM id present in the trace ({len(ids)} VMs, e.g. {some})"
         ) from None
     capacity = float(tasks.column("cpu_capacity")[row].as_py())
     cpu_count = int(tasks.column("cpu_count")[row].as_py())
     if not capacity > 0:
-        raise _file_error(f"{d / 'tasks.parquet'} (id {vm_id})", capacity, "a positive cpu_capacity in MHz")
+        raise scenario_error(f"{d / 'tasks.parquet'} (id {vm_id})", capacity, "a positive cpu_capacity in MHz")
 
     import pyarrow.compute as pc
 
@@ -194,16 +195,16 @@ def read_bitbrains(folder: str | Path, vm_id: int) -> Trace:
     durations = pc.filter(frags.column("duration"), mask).to_pylist()
     usage = pc.filter(frags.column("cpu_usage"), mask).to_pylist()
     if not durations:
-        raise _file_error(f"{d / 'fragments.parquet'}", vm_id, "a VM id with at least one fragment")
+        raise scenario_error(f"{d / 'fragments.parquet'}", vm_id, "a VM id with at least one fragment")
     seg: list[int] = []
     util: list[float] = []
     clamped = 0
     for r, dur_ms, mhz in zip(rows, durations, usage):
         where = f"{d / 'fragments.parquet'} row {r}"
         if dur_ms is None or dur_ms <= 0:
-            raise _file_error(where, dur_ms, "a positive fragment duration in ms")
+            raise scenario_error(where, dur_ms, "a positive fragment duration in ms")
         if mhz is None or not math.isfinite(mhz):
-            raise _file_error(where, mhz, "a finite cpu_usage in MHz")
+            raise scenario_error(where, mhz, "a finite cpu_usage in MHz")
         frac = mhz / capacity
         if frac > 1.0 or frac < 0.0:
             clamped += 1
