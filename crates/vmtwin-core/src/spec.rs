@@ -1,7 +1,7 @@
 //! The normalized engine spec: what the Python scenario layer hands the engine.
 //!
 //! All quantities are plain integers in base units (ns, MHz, bytes); unit parsing and the
-//! user-facing schema live in `python/vmtwin/scenario.py`, the one source of truth for scenario
+//! user-facing schema live in `python/vmtwin/scenario/`, the one source of truth for scenario
 //! files. The engine re-checks only what its own API can also receive (reconfiguration between
 //! steps) and the facts only it knows (admission control). See
 //! `docs/reference/engine-contract.md`.

@@ -1,0 +1,116 @@
+"""Cross-field checks of a scenario: what no single field's validator can see."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterator, Optional
+
+from vmtwin import units as _units
+from vmtwin.exceptions import ScenarioError, scenario_error
+
+if TYPE_CHECKING:
+    from vmtwin.scenario.models import ResourcePool, Scenario
+
+
+# --------------------------------------------------------------------------------------------
+# Cross-field checks (the parts a per-field validator cannot see)
+# --------------------------------------------------------------------------------------------
+
+
+def _semantic_errors(sc: Scenario) -> Iterator[ScenarioError]:
+    """Yield every cross-field problem, in file order, as a ScenarioError with its YAML path."""
+    from vmtwin.scenario.models import CpuBound, TraceWorkload  # the models call these checks
+
+    if sc.sample_interval == 0:
+        yield scenario_error("sample_interval", "0ns", "a positive duration, e.g. '2s'")
+    if sc.duration == 0:
+        yield scenario_error("duration", "0ns", "a positive duration, e.g. '10min'")
+    if sc.sample_interval > sc.duration:
+        yield scenario_error(
+            "sample_interval",
+            _units.format_duration(sc.sample_interval),
+            f"at most the duration, {_units.format_duration(sc.duration)}",
+        )
+    h = sc.host
+    if h.core_mhz == 0:
+        yield scenario_error("host.core_mhz", "0MHz", "a positive frequency, e.g. '2600MHz'")
+    if h.memory == 0:
+        yield scenario_error("host.memory", "0B", "a positive size, e.g. '64GB'")
+    for field in ("quantum", "entitlement_interval", "limit_burst"):
+        if getattr(sc.cpu_scheduler, field) == 0:
+            yield scenario_error(f"cpu_scheduler.{field}", "0ns", "a positive duration")
+
+    pools = {p.name: i for i, p in enumerate(sc.resource_pools)}
+    seen: set[str] = set()
+    for i, p in enumerate(sc.resource_pools):
+        at = f"resource_pools[{i}]"
+        if p.name in seen:
+            yield scenario_error(f"{at}.name", p.name, "a pool name not used by an earlier pool")
+        seen.add(p.name)
+        if p.parent is not None and p.parent not in pools:
+            yield scenario_error(f"{at}.parent", p.parent, f"null or the name of a pool: {_names(pools)}")
+        yield from _limit_errors(f"{at}.cpu", p.cpu.reservation, p.cpu.limit)
+    yield from _cycle_errors(sc.resource_pools, pools)
+
+    vm_names: dict[str, str] = {}
+    for i, vm in enumerate(sc.vms):
+        at = f"vms[{i}]"
+        for name in vm.expanded_names():
+            if name in vm_names:
+                yield scenario_error(
+                    f"{at}.name", name, f"a VM name not already used (it is also {vm_names[name]})"
+                )
+            vm_names.setdefault(name, f"{at}.name" + (f" with count {vm.count}" if vm.count > 1 else ""))
+        if vm.pool is not None and vm.pool not in pools:
+            yield scenario_error(f"{at}.pool", vm.pool, f"null or the name of a pool: {_names(pools)}")
+        if vm.vcpus > h.logical_cpus:
+            yield scenario_error(
+                f"{at}.vcpus", vm.vcpus, f"an integer from 1 to {h.logical_cpus} (the host's logical CPUs)"
+            )
+        if vm.memory == 0:
+            yield scenario_error(f"{at}.memory", "0B", "a positive size, e.g. '4GB'")
+        if vm.power_on > sc.duration:
+            yield scenario_error(
+                f"{at}.power_on",
+                _units.format_duration(vm.power_on),
+                f"a time within the run, at most {_units.format_duration(sc.duration)}",
+            )
+        yield from _limit_errors(f"{at}.cpu", vm.cpu.reservation, vm.cpu.limit)
+        w = vm.workload
+        if isinstance(w, CpuBound) and w.burst == 0:
+            yield scenario_error(f"{at}.workload.burst", "0ns", "a positive duration, e.g. '20ms'")
+        if isinstance(w, TraceWorkload):
+            if w.burst == 0:
+                yield scenario_error(f"{at}.workload.burst", "0ns", "a positive duration, e.g. '10ms'")
+            if w.format == "bitbrains" and w.vm_id is None:
+                yield scenario_error(f"{at}.workload.vm_id", None, "a Bitbrains VM id (required for format bitbrains)")
+            if w.format == "planetlab" and w.vm_id is not None:
+                yield scenario_error(f"{at}.workload.vm_id", w.vm_id, "no vm_id for format planetlab (one VM per file)")
+
+
+def _names(names: dict[str, int]) -> str:
+    return ", ".join(names) if names else "(no pools are defined)"
+
+
+def _limit_errors(at: str, reservation: int, limit: Optional[int]) -> Iterator[ScenarioError]:
+    if limit is not None and reservation > limit:
+        yield scenario_error(
+            f"{at}.reservation",
+            _units.format_frequency(reservation),
+            f"at most the limit, {_units.format_frequency(limit)}",
+        )
+
+
+def _cycle_errors(pools: list[ResourcePool], index: dict[str, int]) -> Iterator[ScenarioError]:
+    parent = {p.name: p.parent for p in pools}
+    for i, p in enumerate(pools):
+        chain = [p.name]
+        cur = p.parent
+        while cur is not None and cur in parent:
+            if cur == p.name:
+                loop = " -> ".join(chain + [cur])
+                yield scenario_error(f"resource_pools[{i}].parent", p.parent, f"a pool that is not its own ancestor (cycle {loop})")
+                return  # one report per cycle is enough
+            if cur in chain:  # a cycle further up; it is reported at its own pools
+                break
+            chain.append(cur)
+            cur = parent[cur]

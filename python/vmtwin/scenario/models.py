@@ -1,0 +1,392 @@
+"""The scenario schema's models, from the host to the whole scenario, and their normalization
+into the engine spec."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Literal, Optional, Union
+
+import yaml
+from pydantic import (
+    Field,
+    PrivateAttr,
+    Strict,
+    StringConstraints,
+    model_validator,
+)
+
+from vmtwin import traces as _trace_io
+from vmtwin import units as _units
+from vmtwin.exceptions import ScenarioError, scenario_error
+from vmtwin.scenario.checks import _semantic_errors
+from vmtwin.scenario.errors import _prefixed
+from vmtwin.scenario.fields import (
+    POOL_SHARES,
+    VM_SHARES_PER_VCPU,
+    _U64_MAX,
+    Bytes,
+    Fraction,
+    LimitMhz,
+    Mhz,
+    Name,
+    Nanos,
+    PosInt,
+    Shares,
+    ThreadsPerCore,
+    _Model,
+)
+
+
+# --------------------------------------------------------------------------------------------
+# Host and scheduler
+# --------------------------------------------------------------------------------------------
+
+
+class Host(_Model):
+    """One ESX host: topology (sockets > NUMA nodes > LLCs > cores > threads), clock, memory."""
+
+    name: Name = Field("esx01", description="Host name.")
+    sockets: PosInt = Field(1, description="CPU sockets (integer >= 1).")
+    numa_nodes_per_socket: PosInt = Field(1, description="NUMA nodes per socket (integer >= 1).")
+    llcs_per_node: PosInt = Field(1, description="Last-level caches per NUMA node (integer >= 1).")
+    cores_per_llc: PosInt = Field(description="Cores sharing one last-level cache (integer >= 1).")
+    threads_per_core: ThreadsPerCore = Field(1, description="Hardware threads per core: 1, or 2 (hyperthreading).")
+    core_mhz: Mhz = Field("2600MHz", description="Core clock, e.g. '2600MHz'.")
+    memory: Bytes = Field("64GB", description="Host physical memory, e.g. '64GB'.")
+
+    @property
+    def cores(self) -> int:
+        """Physical cores on the host."""
+        return self.sockets * self.numa_nodes_per_socket * self.llcs_per_node * self.cores_per_llc
+
+    @property
+    def logical_cpus(self) -> int:
+        """Logical CPUs (pCPUs as esxtop counts them): cores x threads."""
+        return self.cores * self.threads_per_core
+
+
+class CpuScheduler(_Model):
+    """CPU scheduler parameters; every one is optional and defaults to the engine's value."""
+
+    quantum: Optional[Nanos] = Field(None, description="Time slice, e.g. '50ms'.")
+    entitlement_interval: Optional[Nanos] = Field(None, description="How often entitlements are recomputed, e.g. '1s'.")
+    limit_burst: Optional[Nanos] = Field(None, description="Burst a limited VM may run ahead of its limit, e.g. '100ms'.")
+    wake_preempt_margin: Optional[Nanos] = Field(None, description="Priority margin for a waking vCPU to preempt, e.g. '1ms'.")
+    wake_credit: Optional[Nanos] = Field(None, description="Credit granted to a vCPU waking from a long wait, e.g. '50ms'.")
+    demand_ewma_weight: Optional[Annotated[float, Strict(), Field(gt=0.0, le=1.0)]] = Field(
+        None, description="Weight of the newest sample in the demand EWMA, in (0, 1]."
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Resource allocation
+# --------------------------------------------------------------------------------------------
+
+
+class VmCpu(_Model):
+    """A VM's CPU allocation: shares, reservation and limit, as in vSphere."""
+
+    shares: Shares = Field("normal", description="low|normal|high (500/1000/2000 per vCPU) or a custom integer for the whole VM.")
+    reservation: Mhz = Field("0MHz", description="Guaranteed MHz, e.g. '1000MHz'.")
+    limit: LimitMhz = Field(None, description="Upper bound in MHz, or 'unlimited'.")
+
+
+class PoolCpu(_Model):
+    """A resource pool's CPU allocation."""
+
+    shares: Shares = Field("normal", description="low|normal|high (2000/4000/8000) or a custom integer.")
+    reservation: Mhz = Field("0MHz", description="Guaranteed MHz for the pool, e.g. '2000MHz'.")
+    limit: LimitMhz = Field(None, description="Upper bound in MHz, or 'unlimited'.")
+    expandable_reservation: Annotated[bool, Strict()] = Field(
+        True, description="May the pool borrow unreserved capacity from its parent (true/false)."
+    )
+
+
+class ResourcePool(_Model):
+    """A resource pool; ``parent: null`` (the default) hangs it under the host's root pool."""
+
+    name: Name = Field(description="Pool name, unique among pools.")
+    parent: Optional[Name] = Field(None, description="Name of the parent pool, or null for the root pool.")
+    cpu: PoolCpu = Field(default_factory=PoolCpu, description="CPU shares, reservation, limit.")
+
+
+# --------------------------------------------------------------------------------------------
+# Workloads (tagged by `type`)
+# --------------------------------------------------------------------------------------------
+
+
+class Idle(_Model):
+    """A powered-on VM whose guest does nothing."""
+
+    type: Literal["idle"] = "idle"
+
+
+class CpuBound(_Model):
+    """Closed-loop CPU work: each vCPU runs ``burst`` then thinks ``burst * (1 - duty) / duty``."""
+
+    type: Literal["cpu_bound"] = "cpu_bound"
+    duty: Fraction = Field(description="Fraction of time each vCPU wants to run, in (0, 1].")
+    burst: Nanos = Field("20ms", description="CPU work per burst, e.g. '20ms'.")
+    burst_distribution: Literal["fixed", "exponential"] = Field(
+        "exponential", description="Burst and think lengths: fixed, or exponential around their means."
+    )
+
+
+class TraceWorkload(_Model):
+    """Replay of a real CPU-utilisation trace (PlanetLab or Bitbrains) on every vCPU.
+
+    ``path`` is relative to the scenario file's folder (or to the working directory for a
+    scenario built in Python). ``offset`` skips the start of the trace; ``speedup`` divides
+    every segment's length (``speedup: 144`` plays a PlanetLab day in 10 minutes).
+    """
+
+    type: Literal["trace"] = "trace"
+    format: Literal["planetlab", "bitbrains"] = Field(description="Trace format: planetlab or bitbrains.")
+    path: Annotated[str, Strict(), StringConstraints(min_length=1)] = Field(
+        description="Trace file (planetlab) or tasks-fragments folder (bitbrains), relative to the scenario file."
+    )
+    vm_id: Optional[Annotated[int, Strict(), Field(ge=0)]] = Field(
+        None, description="Bitbrains VM id (required for bitbrains, not allowed for planetlab)."
+    )
+    burst: Nanos = Field("10ms", description="Length of one CPU burst while replaying, e.g. '10ms'.")
+    loop: Annotated[bool, Strict()] = Field(True, description="Start over when the trace ends.")
+    offset: Nanos = Field("0s", description="Skip this much of the trace's start, e.g. '6h'.")
+    speedup: Annotated[float, Strict(), Field(gt=0.0, le=1e6)] = Field(
+        1.0, description="Play the trace this many times faster (segment lengths are divided by it)."
+    )
+
+
+Workload = Annotated[Union[Idle, CpuBound, TraceWorkload], Field(discriminator="type")]
+_WORKLOADS: dict[str, type[_Model]] = {"idle": Idle, "cpu_bound": CpuBound, "trace": TraceWorkload}
+
+
+class VM(_Model):
+    """A virtual machine; ``count > 1`` expands it to ``<name>-1 .. <name>-<count>``."""
+
+    name: Name = Field(description="VM name, unique after count expansion.")
+    pool: Optional[Name] = Field(None, description="Resource pool name, or null for the root pool.")
+    vcpus: PosInt = Field(1, description="Virtual CPUs, 1 .. the host's logical CPUs.")
+    memory: Bytes = Field("4GB", description="Configured memory, e.g. '4GB'.")
+    count: PosInt = Field(1, description="Number of identical VMs (names get -1..-N when > 1).")
+    power_on: Nanos = Field("0s", description="Power-on time from the start of the run, e.g. '30s'.")
+    cpu: VmCpu = Field(default_factory=VmCpu, description="CPU shares, reservation, limit.")
+    workload: Workload = Field(description="What the guest runs: type idle, cpu_bound or trace.")
+
+    def expanded_names(self) -> list[str]:
+        """Names of the VMs this entry stands for, after ``count`` expansion."""
+        if self.count == 1:
+            return [self.name]
+        return [f"{self.name}-{k}" for k in range(1, self.count + 1)]
+
+
+# --------------------------------------------------------------------------------------------
+# Scenario
+# --------------------------------------------------------------------------------------------
+
+
+class Scenario(_Model):
+    """A whole scenario: one host, its pools and VMs, the run length and the sampling interval."""
+
+    name: Name = Field("scenario", description="Scenario name (used for results folders).")
+    description: Annotated[str, Strict()] = Field("", description="Free text.")
+    seed: Annotated[int, Strict(), Field(ge=0, le=_U64_MAX)] = Field(0, description="RNG seed (unsigned 64-bit).")
+    duration: Nanos = Field("10min", description="Simulated time, e.g. '10min'.")
+    sample_interval: Nanos = Field("2s", description="Counter sampling interval; default '2s', esxtop's minimum.")
+    host: Host = Field(description="The ESX host.")
+    cpu_scheduler: CpuScheduler = Field(default_factory=CpuScheduler, description="Optional CPU scheduler parameters.")
+    resource_pools: list[ResourcePool] = Field(default_factory=list, description="Resource pools, nested via parent.")
+    vms: list[VM] = Field(min_length=1, description="The VMs (at least one).")
+
+    # Folder that relative trace paths are resolved against (the scenario file's folder).
+    _base_dir: Optional[Path] = PrivateAttr(default=None)
+    # Traces read from disk, keyed by index in `vms`, so validation and to_engine_spec read once.
+    _trace_cache: dict[int, _trace_io.Trace] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _semantics(self) -> "Scenario":
+        for err in _semantic_errors(self):
+            raise err  # the first one; raised as ScenarioError, see _convert_validation_error
+        return self
+
+    # -- traces ----------------------------------------------------------------------------
+
+    @property
+    def base_dir(self) -> Path:
+        """Folder relative trace paths are resolved against (the file's folder, else the cwd)."""
+        return self._base_dir if self._base_dir is not None else Path.cwd()
+
+    def load_traces(self) -> dict[int, _trace_io.Trace]:
+        """Read every trace workload's file (once); errors name ``vms[i].workload.*`` and the file.
+
+        Returns
+        -------
+        dict[int, Trace]
+            The raw traces (before offset/speedup) keyed by index in :attr:`vms`.
+        """
+        for i, vm in enumerate(self.vms):
+            w = vm.workload
+            if not isinstance(w, TraceWorkload) or i in self._trace_cache:
+                continue
+            where = f"vms[{i}].workload.path"
+            p = Path(w.path)
+            if not p.is_absolute():
+                p = self.base_dir / p
+            try:
+                if w.format == "planetlab":
+                    tr = _trace_io.read_planetlab(p)
+                else:
+                    tr = _trace_io.read_bitbrains(p, w.vm_id)
+            except ScenarioError as exc:
+                raise _prefixed(where, exc) from None
+            if w.offset >= tr.total_ns:
+                raise scenario_error(
+                    f"vms[{i}].workload.offset",
+                    _units.format_duration(w.offset),
+                    f"less than the trace's length, {_units.format_duration(tr.total_ns)}",
+                )
+            self._trace_cache[i] = tr
+        return self._trace_cache
+
+    # -- outputs ---------------------------------------------------------------------------
+
+    def to_engine_spec(self) -> dict:
+        """The normalized engine spec of ``docs/reference/engine-contract.md``.
+
+        Integers in ns, MHz and bytes; shares resolved to absolute numbers; pools parents first;
+        VMs expanded by ``count``; trace workloads read into ``segment_ns``/``utilization``.
+
+        Returns
+        -------
+        dict
+            JSON-serializable; ``json.dumps`` it for ``vmtwin._core.Simulation``.
+
+        Raises
+        ------
+        ScenarioError
+            If the scenario was changed in place into an invalid one, or a trace cannot be read.
+        """
+        # Lists may have been edited in place since construction: check again.
+        for err in _semantic_errors(self):
+            raise err
+        traces = self.load_traces()
+        h = self.host
+        # Only the parameters the user set: the engine owns the defaults (contract: partial is fine).
+        sched = {}
+        for key in CpuScheduler.model_fields:
+            value = getattr(self.cpu_scheduler, key)
+            if value is not None:
+                sched[key if key == "demand_ewma_weight" else f"{key}_ns"] = value
+        pools = [
+            {
+                "name": p.name,
+                "parent": p.parent,
+                "shares": _resolve_shares(p.cpu.shares, POOL_SHARES, 1),
+                "reservation_mhz": p.cpu.reservation,
+                "limit_mhz": p.cpu.limit,
+                "expandable": p.cpu.expandable_reservation,
+            }
+            for p in _parents_first(self.resource_pools)
+        ]
+        vms = []
+        for i, vm in enumerate(self.vms):
+            workload = _workload_spec(vm.workload, traces.get(i))
+            for name in vm.expanded_names():
+                vms.append(
+                    {
+                        "name": name,
+                        "pool": vm.pool,
+                        "vcpus": vm.vcpus,
+                        "memory_bytes": vm.memory,
+                        "shares": _resolve_shares(vm.cpu.shares, VM_SHARES_PER_VCPU, vm.vcpus),
+                        "reservation_mhz": vm.cpu.reservation,
+                        "limit_mhz": vm.cpu.limit,
+                        "power_on_ns": vm.power_on,
+                        "workload": workload,
+                    }
+                )
+        return {
+            "seed": self.seed,
+            "duration_ns": self.duration,
+            "sample_interval_ns": self.sample_interval,
+            "host": {
+                "name": h.name,
+                "sockets": h.sockets,
+                "numa_nodes_per_socket": h.numa_nodes_per_socket,
+                "llcs_per_node": h.llcs_per_node,
+                "cores_per_llc": h.cores_per_llc,
+                "threads_per_core": h.threads_per_core,
+                "core_mhz": h.core_mhz,
+                "memory_bytes": h.memory,
+            },
+            "cpu_sched": sched,
+            "pools": pools,
+            "vms": vms,
+        }
+
+    def to_engine_json(self) -> str:
+        """:meth:`to_engine_spec` as compact JSON text, what ``Simulation(spec_json)`` takes."""
+        return json.dumps(self.to_engine_spec(), separators=(",", ":"))
+
+    def to_yaml(self) -> str:
+        """The scenario as YAML in file form (units as strings); ``parse_scenario`` reads it back."""
+        return yaml.safe_dump(self.model_dump(mode="json", exclude_none=True), sort_keys=False, allow_unicode=True)
+
+
+# --------------------------------------------------------------------------------------------
+# Normalization helpers
+# --------------------------------------------------------------------------------------------
+
+
+def _resolve_shares(shares: Union[str, int], levels: dict[str, int], vcpus: int) -> int:
+    """Symbolic level x per-vCPU value (pools pass vcpus=1); a custom integer is taken as is."""
+    if isinstance(shares, str):
+        return levels[shares] * vcpus
+    return shares
+
+
+def _parents_first(pools: list[ResourcePool]) -> list[ResourcePool]:
+    """Order pools so each parent precedes its children, keeping file order otherwise."""
+    done: set[str] = set()
+    out: list[ResourcePool] = []
+    pending = list(pools)
+    while pending:
+        rest = []
+        for p in pending:
+            if p.parent is None or p.parent in done:
+                out.append(p)
+                done.add(p.name)
+            else:
+                rest.append(p)
+        if len(rest) == len(pending):  # pragma: no cover - cycles are rejected by validation
+            raise RuntimeError("resource pool cycle")
+        pending = rest
+    return out
+
+
+def _workload_spec(w: Any, trace: Optional[_trace_io.Trace]) -> dict:
+    if isinstance(w, Idle):
+        return {"kind": "idle"}
+    if isinstance(w, CpuBound):
+        return {"kind": "cpu_bound", "duty": w.duty, "burst_ns": w.burst, "burst_dist": w.burst_distribution}
+    assert trace is not None
+    seg, util = _shape_trace(trace.segment_ns, trace.utilization, w.offset, w.speedup)
+    return {"kind": "trace", "segment_ns": seg, "utilization": util, "burst_ns": w.burst, "loop": w.loop}
+
+
+def _shape_trace(seg: list[int], util: list[float], offset: int, speedup: float) -> tuple[list[int], list[float]]:
+    """Skip ``offset`` ns of the trace (splitting a segment if needed), then compress time."""
+    out_seg: list[int] = []
+    out_util: list[float] = []
+    skip = offset
+    for s, u in zip(seg, util):
+        if skip >= s:
+            skip -= s
+            continue
+        out_seg.append(s - skip)
+        out_util.append(u)
+        skip = 0
+    if speedup != 1.0:
+        # Round each segment but never to 0 ns: the engine requires positive segments.
+        out_seg = [max(1, int(round(s / speedup))) for s in out_seg]
+    return out_seg, out_util
