@@ -29,12 +29,11 @@ err = Console(stderr=True, soft_wrap=True)
 def _cmd_run(args: argparse.Namespace) -> int:
     from vmtwin.simulation import Simulation
 
+    from vmtwin.results import check_output_folder
+
     sim = Simulation(args.scenario, seed=args.seed, duration=args.duration)
     out_dir = Path(args.output)
-    if out_dir.is_file():
-        raise FileExistsError(f"-o {out_dir}: a file is there; give a folder for the results")
-    if out_dir.exists() and not (out_dir / "manifest.json").exists() and any(out_dir.iterdir()):
-        raise FileExistsError(f"-o {out_dir}: exists and is not a vmtwin results folder; refusing to replace it")
+    check_output_folder(out_dir)  # before the run, not after it
     total = sim.duration
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[sim]}"),
                   TimeElapsedColumn(), console=err, disable=args.quiet or not err.is_terminal) as bar:

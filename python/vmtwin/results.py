@@ -70,6 +70,7 @@ __all__ = [
     "MANIFEST_NAME",
     "TABLE_COLUMNS",
     "Results",
+    "check_output_folder",
     "columns_from_engine",
     "open_results",
     "to_esxtop_csv",
@@ -268,6 +269,25 @@ def _is_results_folder(path: Path) -> bool:
     return (path / MANIFEST_NAME).is_file()
 
 
+def check_output_folder(out_dir: str | os.PathLike[str]) -> None:
+    """Refuse a destination :func:`write_results` would not replace, before any work is done.
+
+    Raises
+    ------
+    FileExistsError
+        ``out_dir`` exists and is a file, or a non-empty folder that is not a results folder.
+    """
+    out = Path(out_dir).absolute()
+    if out.exists():
+        if not out.is_dir():
+            raise FileExistsError(f"{out} exists and is not a folder; refusing to replace it")
+        if not _is_results_folder(out) and any(out.iterdir()):
+            raise FileExistsError(
+                f"{out} exists, is not empty and is not a vmtwin results folder "
+                f"(no {MANIFEST_NAME}); refusing to replace it"
+            )
+
+
 def write_results(
     out_dir: str | os.PathLike[str],
     tables: Mapping[str, pa.Table],
@@ -309,14 +329,7 @@ def write_results(
             raise ValueError(
                 f"table name {name!r} is not allowed (expected [a-z_][a-z0-9_]*, not 'manifest')"
             )
-    if out.exists():
-        if not out.is_dir():
-            raise FileExistsError(f"{out} exists and is not a folder; refusing to replace it")
-        if not _is_results_folder(out) and any(out.iterdir()):
-            raise FileExistsError(
-                f"{out} exists, is not empty and is not a vmtwin results folder "
-                f"(no {MANIFEST_NAME}); refusing to replace it"
-            )
+    check_output_folder(out)
 
     rows = {name: int(tables[name].num_rows) for name in _ordered_table_names(tables)}
     full = dict(manifest)

@@ -433,15 +433,14 @@ impl Simulation {
             .collect();
         let capacity = self.topo.capacity_mhz() as f64;
         let expected = self.pools.entitlements(&claims, capacity);
+        let demand: Vec<f64> = claims.iter().map(|c| c.demand_mhz.min(c.max_mhz)).collect();
         for c in &mut claims {
             c.demand_mhz = c.max_mhz;
         }
         let weights = self.pools.entitlements(&claims, capacity);
         for (i, v) in self.vms.iter_mut().enumerate() {
             v.entitlement_mhz = expected[i];
-            v.demand_mhz = claims[i].max_mhz.min(
-                self.sched.vcpus[v.first_vcpu as usize..(v.first_vcpu + v.vcpus) as usize].iter().map(|c| c.demand).sum::<f64>() * core,
-            );
+            v.demand_mhz = demand[i];
             let per_vcpu = weights[i] / v.vcpus as f64 / core;
             for k in v.first_vcpu..v.first_vcpu + v.vcpus {
                 self.sched.set_weight(k, per_vcpu);

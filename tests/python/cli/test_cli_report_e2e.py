@@ -75,9 +75,4 @@ def test_real_report_renders_in_chromium(quickstart_report, tmp_path):
     for name in QUICKSTART_VMS:
         assert name in html
 
-    shot = tmp_path / "report.png"
-    snap = _run_browser(browser, tmp_path, "--window-size=1280,3400", f"--screenshot={shot}", url)
-    assert snap.returncode == 0, snap.stderr.decode(errors="replace")[-2000:]
-    data = shot.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    assert len(data) > 60_000, f"screenshot only {len(data)} bytes: page likely blank"
+    _report_tests.assert_screenshot(browser, tmp_path, url)

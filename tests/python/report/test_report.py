@@ -175,6 +175,16 @@ def rendered_dom(dom: subprocess.CompletedProcess) -> str:
     return html
 
 
+def assert_screenshot(browser: str, tmp_path: Path, url: str) -> None:
+    """A full-page screenshot of ``url`` is a real PNG with content (not a blank page)."""
+    shot = tmp_path / "report.png"
+    snap = _run(browser, tmp_path, "--window-size=1280,3400", f"--screenshot={shot}", url)
+    assert snap.returncode == 0, snap.stderr.decode(errors="replace")[-2000:]
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len(data) > 60_000, f"screenshot only {len(data)} bytes: page likely blank"
+
+
 def test_report_renders_in_chromium(results_dir, tmp_path):
     browser = _browser()
     report = render_report(results_dir)
@@ -186,12 +196,7 @@ def test_report_renders_in_chromium(results_dir, tmp_path):
     assert html.count('class="js-line"') >= 3 + 3 + 2
     assert 'class="point"' in html
 
-    shot = tmp_path / "report.png"
-    snap = _run(browser, tmp_path, "--window-size=1280,3400", f"--screenshot={shot}", url)
-    assert snap.returncode == 0, snap.stderr.decode(errors="replace")[-2000:]
-    data = shot.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    assert len(data) > 60_000, f"screenshot only {len(data)} bytes: page likely blank"
+    assert_screenshot(browser, tmp_path, url)
 
 
 @pytest.mark.parametrize("env, outcome", [(None, "skip"), ("0", "skip"), ("1", "fail")])

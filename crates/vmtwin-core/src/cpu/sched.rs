@@ -92,9 +92,8 @@ pub struct Vcpu {
     pub used_ns: u64,
     /// virtual time: sum of run time / weight
     pub key: f64,
-    /// entitlement in pCPUs, the proportional-share weight
-    pub weight: f64,
-    /// 1 / weight, kept beside it because charging multiplies by it on every slice
+    /// 1 / weight, where the weight is the vCPU's entitlement in pCPUs; kept inverted because
+    /// charging multiplies by it on every slice
     pub inv_weight: f64,
     /// current or last pCPU
     pub pcpu: u32,
@@ -207,7 +206,6 @@ impl CpuSched {
                     time_ns: [0; STATES],
                     used_ns: 0,
                     key: 0.0,
-                    weight: 1.0,
                     inv_weight: 1.0,
                     // spread first placements round-robin over the host
                     pcpu: (vcpus.len() % topo.len()) as u32,
@@ -595,9 +593,7 @@ impl CpuSched {
 
     /// Set the weight (entitlement in pCPUs) of vCPU `v`.
     pub fn set_weight(&mut self, v: u32, weight_pcpus: f64) {
-        let vc = &mut self.vcpus[v as usize];
-        vc.weight = weight_pcpus.max(MIN_WEIGHT);
-        vc.inv_weight = 1.0 / vc.weight;
+        self.vcpus[v as usize].inv_weight = 1.0 / weight_pcpus.max(MIN_WEIGHT);
     }
 
     /// Number of vCPUs queued or held (READY or MLMTD).
