@@ -8,7 +8,7 @@
 //! (vATM, autonomous resource sharing) drives.
 
 use crate::cpu::{CpuSched, Pool, PoolTree, VmClaim, ROOT_POOL};
-use crate::guest::{Next, Workload};
+use crate::guest::{GuestVcpu, Next, Workload};
 use crate::hw::Topology;
 use crate::metrics::{Sampler, Table, VmRow};
 use crate::sim::{stream_seed, Event, EventQueue, Rng, Time};
@@ -42,7 +42,7 @@ pub struct Simulation {
     sched: CpuSched,
     pools: PoolTree,
     vms: Vec<Vm>,
-    rngs: Vec<Rng>,
+    guests: Vec<GuestVcpu>,
     queue: EventQueue,
     sampler: Sampler,
     now: Time,
@@ -122,7 +122,7 @@ impl Simulation {
             pools.add_pool(pool, parent)?;
         }
         let mut vms = Vec::with_capacity(spec.vms.len());
-        let mut rngs = Vec::new();
+        let mut guests = Vec::new();
         let mut names = std::collections::HashSet::new();
         for (i, v) in spec.vms.iter().enumerate() {
             let path = format!("vms[{i}]");
@@ -142,9 +142,9 @@ impl Simulation {
             };
             check_vm_cpu(&path, v.vcpus, topo.core_mhz, v.shares, v.reservation_mhz, v.limit_mhz)?;
             let workload = Workload::from_spec(&v.workload, &format!("{path}.workload"))?;
-            let first_vcpu = rngs.len() as u32;
+            let first_vcpu = guests.len() as u32;
             for k in 0..v.vcpus {
-                rngs.push(Rng::new(stream_seed(spec.seed, &v.name, k)));
+                guests.push(GuestVcpu { rng: Rng::new(stream_seed(spec.seed, &v.name, k)), next_arrival: 0 });
             }
             pools.pools[pool as usize].vms.push(i as u32);
             vms.push(Vm {
@@ -168,7 +168,7 @@ impl Simulation {
                 sched.add_pool_limit(limit, &pools.vms_below(id as u32));
             }
         }
-        let sampler = Sampler::new(rngs.len());
+        let sampler = Sampler::new(guests.len());
         let queue = EventQueue::with_timers(sched.timer_slots());
         let mut sim = Simulation {
             spec,
@@ -176,7 +176,7 @@ impl Simulation {
             sched,
             pools,
             vms,
-            rngs,
+            guests,
             queue,
             sampler,
             now: 0,
@@ -273,7 +273,7 @@ impl Simulation {
         self.sched.power_on(vm, now);
         self.sched.set_limit(vm, limit, now, &mut self.queue);
         for k in first..first + n {
-            let next = self.vms[vm as usize].workload.at_power_on(&mut self.rngs[k as usize]);
+            let next = self.vms[vm as usize].workload.at_power_on(&mut self.guests[k as usize]);
             self.follow(k, next);
         }
         self.recompute_entitlements();
@@ -387,11 +387,11 @@ impl Simulation {
     fn workload_next(&mut self, v: u32, after_burst: bool) -> Next {
         let vm = &self.vms[self.sched.vcpus[v as usize].vm as usize];
         let t = self.now - vm.powered_on_at.unwrap_or(0);
-        let rng = &mut self.rngs[v as usize];
+        let g = &mut self.guests[v as usize];
         if after_burst {
-            vm.workload.after_burst(t, rng)
+            vm.workload.after_burst(t, g)
         } else {
-            vm.workload.on_wake(t, rng)
+            vm.workload.on_wake(t, g)
         }
     }
 

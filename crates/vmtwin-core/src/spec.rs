@@ -106,6 +106,17 @@ pub enum BurstDist {
     Exponential,
 }
 
+/// Whether work waits for the last piece to finish (closed) or arrives on its own clock (open).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Arrivals {
+    /// think after each burst: a contended vCPU falls behind instead of queueing work
+    #[default]
+    Closed,
+    /// work arrives at `duty` of the vCPU's capacity whatever happens; unfinished work queues
+    Open,
+}
+
 /// What a VM's vCPUs do.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
@@ -121,6 +132,9 @@ pub enum WorkloadSpec {
         burst_ns: u64,
         /// burst and think-time distribution
         burst_dist: BurstDist,
+        /// closed or open loop
+        #[serde(default)]
+        arrivals: Arrivals,
     },
     /// replay of a CPU-utilisation trace, piecewise constant
     Trace {

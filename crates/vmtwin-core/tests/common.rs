@@ -1,7 +1,7 @@
 //! Helpers shared by the integration tests: small specs built in code.
 #![allow(dead_code)]
 
-use vmtwin_core::spec::{BurstDist, HostSpec, SimSpec, VmSpec, WorkloadSpec};
+use vmtwin_core::spec::{Arrivals, BurstDist, HostSpec, SimSpec, VmSpec, WorkloadSpec};
 
 pub const S: u64 = 1_000_000_000;
 pub const MS: u64 = 1_000_000;
@@ -21,7 +21,7 @@ pub fn host(pcpus: u32) -> HostSpec {
 }
 
 pub fn busy() -> WorkloadSpec {
-    WorkloadSpec::CpuBound { duty: 1.0, burst_ns: 10 * MS, burst_dist: BurstDist::Fixed }
+    WorkloadSpec::CpuBound { duty: 1.0, burst_ns: 10 * MS, burst_dist: BurstDist::Fixed, arrivals: Arrivals::Closed }
 }
 
 pub fn vm(name: &str, vcpus: u32, shares: u32, reservation: u64, limit: Option<u64>, workload: WorkloadSpec) -> VmSpec {

@@ -7,16 +7,17 @@ use proptest::prelude::*;
 use proptest::test_runner::RngSeed;
 use vmtwin_core::cpu::VcpuState;
 use vmtwin_core::metrics::Column;
-use vmtwin_core::spec::{BurstDist, WorkloadSpec};
+use vmtwin_core::spec::{Arrivals, BurstDist, WorkloadSpec};
 use vmtwin_core::Simulation;
 
 fn workload() -> impl Strategy<Value = WorkloadSpec> {
     prop_oneof![
         Just(WorkloadSpec::Idle),
-        (0.05f64..=1.0, 1u64..60, any::<bool>()).prop_map(|(duty, burst_ms, exp)| WorkloadSpec::CpuBound {
+        (0.05f64..=1.0, 1u64..60, any::<bool>(), any::<bool>()).prop_map(|(duty, burst_ms, exp, open)| WorkloadSpec::CpuBound {
             duty,
             burst_ns: burst_ms * MS,
             burst_dist: if exp { BurstDist::Exponential } else { BurstDist::Fixed },
+            arrivals: if open { Arrivals::Open } else { Arrivals::Closed },
         }),
         (proptest::collection::vec(0.0f64..=1.0, 1..6), 1u64..20).prop_map(|(u, burst_ms)| WorkloadSpec::Trace {
             segment_ns: vec![700 * MS; u.len()],

@@ -123,13 +123,22 @@ class Idle(_Model):
 
 
 class CpuBound(_Model):
-    """Closed-loop CPU work: each vCPU runs ``burst`` then thinks ``burst * (1 - duty) / duty``."""
+    """CPU work at ``duty`` of each vCPU.
+
+    ``arrivals: closed`` (the default): each vCPU runs ``burst`` then thinks
+    ``burst * (1 - duty) / duty``, so a contended vCPU falls behind. ``arrivals: open``: a burst
+    of work arrives every ``burst / duty`` whether or not the last is done, and unfinished work
+    queues in the guest, so demand is exactly ``duty`` whatever the contention.
+    """
 
     type: Literal["cpu_bound"] = "cpu_bound"
     duty: Fraction = Field(description="Fraction of time each vCPU wants to run, in (0, 1].")
     burst: Nanos = Field("20ms", description="CPU work per burst, e.g. '20ms'.")
     burst_distribution: Literal["fixed", "exponential"] = Field(
         "exponential", description="Burst and think lengths: fixed, or exponential around their means."
+    )
+    arrivals: Literal["closed", "open"] = Field(
+        "closed", description="closed: think after each burst; open: work arrives every burst/duty and queues."
     )
 
 
@@ -368,7 +377,8 @@ def _workload_spec(w: Any, trace: Optional[_trace_io.Trace]) -> dict:
     if isinstance(w, Idle):
         return {"kind": "idle"}
     if isinstance(w, CpuBound):
-        return {"kind": "cpu_bound", "duty": w.duty, "burst_ns": w.burst, "burst_dist": w.burst_distribution}
+        return {"kind": "cpu_bound", "duty": w.duty, "burst_ns": w.burst, "burst_dist": w.burst_distribution,
+                "arrivals": w.arrivals}
     assert trace is not None
     seg, util = _shape_trace(trace.segment_ns, trace.utilization, w.offset, w.speedup)
     return {"kind": "trace", "segment_ns": seg, "utilization": util, "burst_ns": w.burst, "loop": w.loop}

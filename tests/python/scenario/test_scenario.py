@@ -155,7 +155,8 @@ def test_cpu_scheduler_partial_and_renamed():
 
 def test_cpu_bound_workload():
     spec = _spec(MINIMAL.replace("{type: idle}", "{type: cpu_bound, duty: 0.6, burst: 20ms, burst_distribution: fixed}"))
-    assert spec["vms"][0]["workload"] == {"kind": "cpu_bound", "duty": 0.6, "burst_ns": 20_000_000, "burst_dist": "fixed"}
+    assert spec["vms"][0]["workload"] == {"kind": "cpu_bound", "duty": 0.6, "burst_ns": 20_000_000, "burst_dist": "fixed",
+                                          "arrivals": "closed"}
 
 
 def test_trace_path_relative_to_scenario_file(tmp_path):
@@ -215,7 +216,7 @@ def test_quickstart_matches_the_contract_keys(shared_data):
         kinds.add(w["kind"])
         assert set(w) == {
             "idle": {"kind"},
-            "cpu_bound": {"kind", "duty", "burst_ns", "burst_dist"},
+            "cpu_bound": {"kind", "duty", "burst_ns", "burst_dist", "arrivals"},
             "trace": {"kind", "segment_ns", "utilization", "burst_ns", "loop"},
         }[w["kind"]]
     assert kinds == {"idle", "cpu_bound", "trace"}

@@ -3,4 +3,4 @@
 
 mod workload;
 
-pub use workload::{Next, Workload};
+pub use workload::{GuestVcpu, Next, Workload};

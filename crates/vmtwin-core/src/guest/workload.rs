@@ -6,9 +6,16 @@
 //! `duty` of the time, and a contended one falls behind instead of queueing unbounded work.
 //!
 //! - `idle`: the guest halts forever (WAIT_IDLE).
-//! - `cpu_bound { duty, burst_ns, burst_dist }`: bursts of mean `burst_ns`, halts of mean
-//!   `burst_ns * (1 - duty) / duty`; `fixed` uses the means, `exponential` draws both. `duty = 1`
-//!   never halts. The first burst starts after a random phase so that VMs do not run in lockstep.
+//! - `cpu_bound { duty, burst_ns, burst_dist, arrivals: closed }`: bursts of mean `burst_ns`,
+//!   halts of mean `burst_ns * (1 - duty) / duty`; `fixed` uses the means, `exponential` draws
+//!   both. `duty = 1` never halts. The first burst starts after a random phase so that VMs do not
+//!   run in lockstep.
+//! - `cpu_bound { .., arrivals: open }`: an open loop. Work of mean `burst_ns` *arrives* every
+//!   `burst_ns / duty` on average (fixed spacing, or Poisson for `exponential`), whether or not
+//!   the last piece is done; unfinished work queues inside the guest. Its demand is exactly
+//!   `duty` of each vCPU whatever the contention, which is what vCenter means by demand and what
+//!   a max-min allocation is defined against: a VM below its fair share gets all of it, one above
+//!   builds a backlog and stays busy.
 //! - `trace { segment_ns, utilization, burst_ns, loop }`: the duty cycle of each vCPU follows a
 //!   piecewise-constant utilisation (PlanetLab: 5-minute samples; Bitbrains: MHz fragments, both
 //!   normalised by the Python reader). A segment with zero utilisation halts until the next one.
@@ -23,7 +30,17 @@
 //! - Bursts do not carry over unmet demand between trace segments.
 
 use crate::sim::{ns, Rng, Time};
-use crate::spec::{BurstDist, WorkloadSpec};
+use crate::spec::{Arrivals, BurstDist, WorkloadSpec};
+
+/// One vCPU's guest-side state: its random stream and, for open-loop work, when the next piece
+/// of work arrives (ns after power-on).
+#[derive(Debug, Clone)]
+pub struct GuestVcpu {
+    /// this vCPU's stream
+    pub rng: Rng,
+    /// next open-loop arrival, ns after power-on
+    pub next_arrival: Time,
+}
 
 /// What a vCPU does next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,6 +66,8 @@ pub enum Workload {
         burst_ns: f64,
         /// burst and halt distribution
         dist: BurstDist,
+        /// closed loop (think after each burst) or open loop (work arrives on its own clock)
+        arrivals: Arrivals,
     },
     /// piecewise-constant utilisation
     Trace {
@@ -69,14 +88,14 @@ impl Workload {
         use crate::invalid;
         Ok(match spec {
             WorkloadSpec::Idle => Workload::Idle,
-            WorkloadSpec::CpuBound { duty, burst_ns, burst_dist } => {
+            WorkloadSpec::CpuBound { duty, burst_ns, burst_dist, arrivals } => {
                 if !(*duty > 0.0 && *duty <= 1.0) {
                     invalid!(format!("{path}.duty"), duty, "a number in (0, 1]");
                 }
                 if *burst_ns == 0 {
                     invalid!(format!("{path}.burst"), burst_ns, "a duration > 0");
                 }
-                Workload::CpuBound { duty: *duty, burst_ns: *burst_ns as f64, dist: *burst_dist }
+                Workload::CpuBound { duty: *duty, burst_ns: *burst_ns as f64, dist: *burst_dist, arrivals: *arrivals }
             }
             WorkloadSpec::Trace { segment_ns, utilization, burst_ns, repeat } => {
                 if segment_ns.is_empty() || segment_ns.len() != utilization.len() {
@@ -106,26 +125,28 @@ impl Workload {
     }
 
     /// What a vCPU does at power-on.
-    pub fn at_power_on(&self, rng: &mut Rng) -> Next {
+    pub fn at_power_on(&self, g: &mut GuestVcpu) -> Next {
         match self {
             Workload::Idle => Next::HaltForever,
-            Workload::CpuBound { duty, burst_ns, .. } => {
-                if *duty >= 1.0 {
-                    Next::Halt(0)
-                } else {
-                    // random phase over one burst + halt cycle
-                    Next::Halt(ns(rng.uniform() * burst_ns / duty))
+            Workload::CpuBound { duty, burst_ns, arrivals, .. } => {
+                if *duty >= 1.0 && *arrivals == Arrivals::Closed {
+                    return Next::Halt(0);
                 }
+                // random phase over one burst + halt cycle
+                let phase = ns(g.rng.uniform() * burst_ns / duty);
+                g.next_arrival = phase;
+                Next::Halt(phase)
             }
-            Workload::Trace { burst_ns, .. } => Next::Halt(ns(rng.uniform() * burst_ns)),
+            Workload::Trace { burst_ns, .. } => Next::Halt(ns(g.rng.uniform() * burst_ns)),
         }
     }
 
     /// What a halted vCPU does when its halt ends, `t` ns after power-on.
-    pub fn on_wake(&self, t: Time, rng: &mut Rng) -> Next {
+    pub fn on_wake(&self, t: Time, g: &mut GuestVcpu) -> Next {
         match self {
             Workload::Idle => Next::HaltForever,
-            Workload::CpuBound { burst_ns, dist, .. } => Next::Work(draw(*burst_ns, *dist, rng)),
+            Workload::CpuBound { arrivals: Arrivals::Open, .. } => self.arrived(t, g),
+            Workload::CpuBound { burst_ns, dist, .. } => Next::Work(draw(*burst_ns, *dist, &mut g.rng)),
             Workload::Trace { burst_ns, .. } => match self.trace_at(t) {
                 (u, _) if u > 0.0 => Next::Work(ns(*burst_ns)),
                 (_, Some(next)) => Next::Halt(next - t),
@@ -135,14 +156,15 @@ impl Workload {
     }
 
     /// What a vCPU does when a burst completes, `t` ns after power-on.
-    pub fn after_burst(&self, t: Time, rng: &mut Rng) -> Next {
+    pub fn after_burst(&self, t: Time, g: &mut GuestVcpu) -> Next {
         match self {
             Workload::Idle => Next::HaltForever,
-            Workload::CpuBound { duty, burst_ns, dist } => {
+            Workload::CpuBound { arrivals: Arrivals::Open, .. } => self.arrived(t, g),
+            Workload::CpuBound { duty, burst_ns, dist, .. } => {
                 if *duty >= 1.0 {
-                    Next::Work(draw(*burst_ns, *dist, rng))
+                    Next::Work(draw(*burst_ns, *dist, &mut g.rng))
                 } else {
-                    Next::Halt(draw(burst_ns * (1.0 - duty) / duty, *dist, rng))
+                    Next::Halt(draw(burst_ns * (1.0 - duty) / duty, *dist, &mut g.rng))
                 }
             }
             Workload::Trace { burst_ns, .. } => match self.trace_at(t) {
@@ -151,6 +173,51 @@ impl Workload {
                 (_, Some(next)) => Next::Halt(next - t),
                 (_, None) => Next::HaltForever,
             },
+        }
+    }
+
+    /// Open loop: the work that has arrived by `t` (queued in the guest), or a halt until the
+    /// next arrival.
+    fn arrived(&self, t: Time, g: &mut GuestVcpu) -> Next {
+        let Workload::CpuBound { duty, burst_ns, dist, .. } = self else {
+            unreachable!("open loop is a cpu_bound workload")
+        };
+        let gap = burst_ns / duty;
+        let mut work: Time = 0;
+        while g.next_arrival <= t {
+            work += draw(*burst_ns, *dist, &mut g.rng).max(1);
+            g.next_arrival += draw(gap, *dist, &mut g.rng).max(1);
+        }
+        if work > 0 {
+            Next::Work(work)
+        } else {
+            Next::Halt(g.next_arrival - t)
+        }
+    }
+
+    /// Mean demand of one vCPU between `t0` and `t1` ns after power-on, as a fraction of a
+    /// pCPU: what it would use with no contention and no limit.
+    pub fn demand(&self, t0: Time, t1: Time) -> f64 {
+        match self {
+            Workload::Idle => 0.0,
+            Workload::CpuBound { duty, .. } => *duty,
+            Workload::Trace { .. } => {
+                if t1 <= t0 {
+                    return self.trace_at(t0).0;
+                }
+                let mut t = t0;
+                let mut area = 0.0;
+                while t < t1 {
+                    let (u, next) = self.trace_at(t);
+                    let end = next.map_or(t1, |n| n.min(t1));
+                    area += u * (end - t) as f64;
+                    if next.is_none() {
+                        break;
+                    }
+                    t = end;
+                }
+                area / (t1 - t0) as f64
+            }
         }
     }
 
@@ -201,27 +268,48 @@ mod tests {
 
     #[test]
     fn trace_zero_segment_halts_until_next_segment() {
-        let mut rng = Rng::new(1);
+        let mut rng = GuestVcpu { rng: Rng::new(1), next_arrival: 0 };
         assert_eq!(trace(false).on_wake(NS_PER_S / 4, &mut rng), Next::Halt(3 * NS_PER_S / 4));
     }
 
     #[test]
     fn trace_half_utilisation_halts_as_long_as_it_runs() {
-        let mut rng = Rng::new(1);
+        let mut rng = GuestVcpu { rng: Rng::new(1), next_arrival: 0 };
         assert_eq!(trace(false).after_burst(NS_PER_S + 1, &mut rng), Next::Halt(10_000_000));
     }
 
     #[test]
     fn trace_ends_or_loops() {
-        let mut rng = Rng::new(1);
+        let mut rng = GuestVcpu { rng: Rng::new(1), next_arrival: 0 };
         assert_eq!(trace(false).on_wake(3 * NS_PER_S, &mut rng), Next::HaltForever);
         assert_eq!(trace(true).on_wake(2 * NS_PER_S + 5, &mut rng), Next::Halt(NS_PER_S - 5));
     }
 
     #[test]
+    fn open_loop_queues_what_arrived() {
+        let w = Workload::from_spec(
+            &WorkloadSpec::CpuBound { duty: 0.25, burst_ns: 10, burst_dist: BurstDist::Fixed, arrivals: Arrivals::Open },
+            "vms[0].workload",
+        )
+        .unwrap();
+        let mut g = GuestVcpu { rng: Rng::new(1), next_arrival: 0 };
+        let Next::Halt(phase) = w.at_power_on(&mut g) else { panic!() };
+        // arrivals every 40 ns from the phase on: three have arrived 85 ns later
+        assert_eq!(w.on_wake(phase + 85, &mut g), Next::Work(30));
+        assert_eq!(w.after_burst(phase + 100, &mut g), Next::Halt(20));
+        assert_eq!(w.demand(0, 1000), 0.25);
+    }
+
+    #[test]
+    fn trace_demand_averages_segments() {
+        assert_eq!(trace(false).demand(NS_PER_S / 2, 3 * NS_PER_S / 2), 0.25);
+        assert_eq!(trace(false).demand(3 * NS_PER_S, 4 * NS_PER_S), 0.0);
+    }
+
+    #[test]
     fn bad_duty_names_the_field() {
         let err = Workload::from_spec(
-            &WorkloadSpec::CpuBound { duty: 1.5, burst_ns: 1, burst_dist: BurstDist::Fixed },
+            &WorkloadSpec::CpuBound { duty: 1.5, burst_ns: 1, burst_dist: BurstDist::Fixed, arrivals: Arrivals::Closed },
             "vms[3].workload",
         )
         .unwrap_err()
