@@ -125,10 +125,11 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
 
 
 def _print_rows(rows) -> None:
-    t = Table("experiment", "metric", "published", "simulated", "tolerance", "verdict")
+    t = Table("experiment", "metric", "published", "source", "simulated", "tolerance", "verdict",
+              caption="source: published = printed in the paper, derived = worked out from its text (--json: note)")
     colour = {"PASS": "green", "FAIL": "red", "NOT JUDGED": "yellow"}
     for r in rows:
-        t.add_row(r.experiment, r.metric, f"{r.published:g}", f"{r.simulated:.3f}", r.tolerance_text,
+        t.add_row(r.experiment, r.metric, f"{r.published:g}", r.source, f"{r.simulated:.3f}", r.tolerance_text,
                   f"[{colour.get(r.verdict, 'white')}]{r.verdict}[/]")
     out.print(t)
 

@@ -2,11 +2,18 @@
 B1-B3).
 
 All three use a 4-pCPU host (C7: 1 socket x 4 cores, no HT; the paper's clock is not given, the
-Xeon 5355's 2660 MHz is used [X]) and CPU-bound vCPUs with no synchronisation (C8). The published
-values are those the paper states in prose (B1: "1/8 CPU time is given to vm0 ... consistent
-across all ratios"; B3: "vm0 does not consume more than the limit") or derives from them under the
-ideal model (B2: the figure has no numbers; research/cpu.md gives the ideal-model targets). The
-tolerance is ±2 percentage points of %USED (C3) or ±0.02 of a normalised value. No engine
+Xeon 5355's 2660 MHz is used [X]) and CPU-bound vCPUs with no synchronisation (C8). The seed has
+the figures' captions but none of their data, so each row says where its target comes from
+(``source``; the paper is /work/shared/seeds/003_*.txt, §4.2):
+
+- ``published``: the number is printed in the paper. Only B1's 1:7 pair is: "1/8 CPU time is
+  given to vm0 and 7/8 CPU time is given to vm1" (shown as % of the 4-pCPU host's 400%).
+- ``derived``: worked out from the paper's text, the derivation in the row's ``note``. B1's other
+  ratios follow from "This is consistent across all ratios"; B2 (Figure 4, trend only in the
+  text) takes the ideal-model targets of research/cpu.md B2; B3's vm0 = L follows from "vm0 does
+  not consume more than the limit specified", and vm1 = 400 - L assumes work conservation.
+
+The tolerance is ±2 percentage points of %USED (C3) or ±0.02 of a normalised value. No engine
 constant was tuned on these points: they validate the entitlement and limit mechanisms.
 """
 
@@ -39,14 +46,36 @@ def _mean_used(vms: list[VM], seed: int = 1) -> dict[str, float]:
     return vm.groupby("vm")["%USED"].mean().to_dict()
 
 
+def _shares_target(a: int, name: str) -> tuple[str, str]:
+    """Source and note of B1's target for ``name`` at ratio a:(8-a)."""
+    if a == 1:
+        frac = "1/8" if name == "vm0" else "7/8"
+        return "published", (f'printed at 1:7: "{frac} CPU time is given to {name}" [WP §4.2.1]; '
+                             f"as %USED: {frac} of the 4-pCPU host's 400%")
+    share = a if name == "vm0" else 8 - a
+    return "derived", (f'not printed: "proportional to the shares ... This is consistent across all ratios" '
+                       f"[WP §4.2.1] gives {share}/8 of the host's 400%")
+
+
 def shares() -> list[Row]:
     rows = []
     for a in range(1, 8):
         used = _mean_used([_busy_vm("vm0", 4, shares=a * 1000), _busy_vm("vm1", 4, shares=(8 - a) * 1000)])
         for name, share in (("vm0", a), ("vm1", 8 - a)):
+            source, note = _shares_target(a, name)
             rows.append(Row("cpu-shares", f"{name} %USED at shares {a}:{8 - a}", 400 * share / 8, used[name],
-                            PCT_TOLERANCE, x=a, series=name))
+                            PCT_TOLERANCE, x=a, series=name, source=source, note=note))
     return rows
+
+
+# B2: Figure 4 has no numbers in the seed; every target is the ideal model of research/cpu.md B2.
+_VM0_RESERVED = ('not printed (Figure 4 has no data): "only vm0, with the full reservation, gets the consistent '
+                 'amount of CPU" [WP §4.2.2], i.e. what it gets alone: 1.0')
+_OTHERS_UNCONTENDED = ('not printed: "With up to three other virtual machines ... CPU time is therefore fully given '
+                       'to all virtual machines" [WP §4.2.2]: 1.0')
+_OTHERS_CONTENDED = ('not printed: the paper says only "others get a reduced amount of CPU" [WP §4.2.2]; ideal model '
+                     '(research/cpu.md B2): vm0 holds 1 of 4 pCPUs, the k others share the other 3 equally '
+                     '(equal shares, work-conserving scheduler): 3/k')
 
 
 def reservation() -> list[Row]:
@@ -58,11 +87,20 @@ def reservation() -> list[Row]:
         avg_other = sum(used[o.name] for o in others) / k
         ideal_other = min(1.0, 3.0 / k)  # 4 pCPUs, one held by vm0's reservation
         rows.append(Row("cpu-reservation", f"vm0 CPU (normalised) with {k} others", 1.0, used["vm0"] / alone,
-                        NORM_TOLERANCE, x=k, series="vm0", note="ideal-model target, research/cpu.md B2"))
+                        NORM_TOLERANCE, x=k, series="vm0", source="derived", note=_VM0_RESERVED))
         rows.append(Row("cpu-reservation", f"others' mean CPU (normalised) with {k} others", ideal_other,
-                        avg_other / alone, NORM_TOLERANCE, x=k, series="others",
-                        note="ideal-model target, research/cpu.md B2"))
+                        avg_other / alone, NORM_TOLERANCE, x=k, series="others", source="derived",
+                        note=_OTHERS_UNCONTENDED if k <= 3 else _OTHERS_CONTENDED))
     return rows
+
+
+# B3: Figure 5 has no numbers in the seed, and the limit steps are not given ("from 50 to 200
+# percent"): 50, 100, 150 and 200 are ours.
+_VM0_LIMITED = ('not printed: "vm0 does not consume more than the limit specified" [WP §4.2.3], and a CPU-bound '
+                'vm0 with 4 busy vCPUs uses all the limit allows: vm0 = L (the L steps are ours; the paper says '
+                '"from 50 to 200 percent")')
+_VM1_BESIDE = ('not printed: 400% - L, the host\'s 400% ("The host has 400 percent available") less vm0\'s L, '
+               'assuming a work-conserving scheduler gives CPU-bound vm1 all that vm0 may not use')
 
 
 def limit() -> list[Row]:
@@ -70,9 +108,9 @@ def limit() -> list[Row]:
     for pct in (50, 100, 150, 200):
         used = _mean_used([_busy_vm("vm0", 4, limit=CORE_MHZ * pct // 100), _busy_vm("vm1", 4)])
         rows.append(Row("cpu-limit", f"vm0 %USED limited to {pct}%", pct, used["vm0"], PCT_TOLERANCE, x=pct,
-                        series="vm0"))
+                        series="vm0", source="derived", note=_VM0_LIMITED))
         rows.append(Row("cpu-limit", f"vm1 %USED beside vm0 limited to {pct}%", 400 - pct, used["vm1"],
-                        PCT_TOLERANCE, x=pct, series="vm1"))
+                        PCT_TOLERANCE, x=pct, series="vm1", source="derived", note=_VM1_BESIDE))
     return rows
 
 

@@ -1,4 +1,5 @@
-"""``vmtwin reproduce``: the registry, JSON rows, the --all validation report, verdicts."""
+"""``vmtwin reproduce``: the registry, JSON rows, the --all validation report, verdicts, and where
+each target comes from (``source``: published or derived, with the derivation in ``note``)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,10 @@ from vmtwin.cli import main
 from vmtwin.reproduce import Experiment, Row
 
 IDS = ["cpu-shares", "cpu-reservation", "cpu-limit"]
-ROW_KEYS = {"experiment", "metric", "published", "simulated", "tolerance", "verdict"}
+ROW_KEYS = {"experiment", "metric", "published", "simulated", "tolerance", "verdict", "source", "note"}
+# The only targets printed in the paper: B1's "1/8 CPU time is given to vm0 and 7/8 CPU time is
+# given to vm1" at 1:7. Everything else is derived from the text (research/cpu.md B1-B3).
+PRINTED = {"vm0 %USED at shares 1:7", "vm1 %USED at shares 1:7"}
 
 
 @pytest.fixture
@@ -50,6 +54,8 @@ def test_cpu_limit_json(cli):
         assert isinstance(row["published"], (int, float)) and isinstance(row["simulated"], (int, float))
         assert row["verdict"] == "PASS", row
         assert abs(row["simulated"] - row["published"]) <= row["tolerance"]
+        # Figure 5 has no numbers: vm0 = L and vm1 = 400 - L are worked out from the text
+        assert row["source"] == "derived" and "not printed" in row["note"], row
     published = {r["metric"]: r["published"] for r in rows}
     assert published["vm0 %USED limited to 50%"] == 50
     assert published["vm1 %USED beside vm0 limited to 50%"] == 350
@@ -66,19 +72,28 @@ def test_all_writes_the_validation_report(cli, tmp_path):
     assert "<div id='report-ok'>" in page
     rows = json.loads((out_dir / "validation.json").read_text(encoding="utf-8"))
     assert all(set(r) == ROW_KEYS for r in rows)
+    assert {r["metric"] for r in rows if r["source"] == "published"} == PRINTED
+    assert all(r["source"] == "derived" and r["note"] for r in rows if r["metric"] not in PRINTED)
     assert {r["experiment"] for r in rows} == set(IDS)
     assert len(rows) == 14 + 14 + 8
     assert all(r["verdict"] == "PASS" for r in rows)
     assert f"{len(rows)}/{len(rows)} judged rows pass" in page
     assert len(re.findall(r"<tr class='pass'>", page)) == len(rows)
+    # the source column, one cell per row, and its legend
+    assert "<th>source</th>" in page and "printed in the paper" in page
+    assert len(re.findall(r"<td class='source published'>published</td>", page)) == len(PRINTED)
+    assert len(re.findall(r"<td class='source derived'>derived</td>", page)) == len(rows) - len(PRINTED)
     assert "validation report:" in out
+    assert re.search(r"cpu-shares +│ vm0 %USED at shares 1:7 +│ 50 +│ published +│", out)
 
 
 def _fake(verdict_ok: bool) -> Experiment:
     def runner():
         simulated = 10.0 if verdict_ok else 13.0
-        return [Row("fake", "a number", 10.0, simulated, 1.0, x=1, series="s"),
-                Row("fake", "an unjudged number", 5.0, 0.0, 1.0, judged=False, x=1, series="s")]
+        return [Row("fake", "a number", 10.0, simulated, 1.0, x=1, series="s", source="published",
+                    note="printed on page 1"),
+                Row("fake", "an unjudged number", 5.0, 0.0, 1.0, judged=False, x=1, series="s", source="derived",
+                    note="half of the printed 10")]
 
     return Experiment("fake", "A fake experiment", "nowhere", runner)
 
@@ -106,3 +121,32 @@ def test_reproduce_rows_are_deterministic():
     a = [r.as_dict() for r in reproduce.get("cpu-limit").run()]
     b = [r.as_dict() for r in reproduce.get("cpu-limit").run()]
     assert a == b
+
+
+def test_table_shows_each_rows_source(cli):
+    rc, out, err = cli("reproduce", "cpu-shares")
+    assert rc == 0, err
+    header = next(line for line in out.splitlines() if "metric" in line)
+    assert [c.strip() for c in header.strip("┃ ").split("┃")] == [
+        "experiment", "metric", "published", "source", "simulated", "tolerance", "verdict"]
+    sources = {}
+    for line in out.splitlines():
+        cells = [c.strip() for c in line.strip("│ ").split("│")]
+        if len(cells) == 7 and cells[0] == "cpu-shares":
+            sources[cells[1]] = cells[3]
+    assert len(sources) == 14
+    assert {m for m, s in sources.items() if s == "published"} == PRINTED
+    assert all(s == "derived" for m, s in sources.items() if m not in PRINTED)
+    assert "derived = worked out from its text" in out
+
+
+def test_every_row_says_where_its_target_comes_from():
+    with pytest.raises(TypeError, match="source"):
+        Row("x", "m", 1.0, 1.0, 0.1)  # no source: refused, so no future row can omit it
+    with pytest.raises(ValueError, match="published, derived"):
+        Row("x", "m", 1.0, 1.0, 0.1, source="guessed", note="?")
+    with pytest.raises(ValueError, match="derivation"):
+        Row("x", "m", 1.0, 1.0, 0.1, source="derived")  # derived, but not how
+    row = Row("x", "m", 1.0, 1.0, 0.1, source="derived", note="1/1")
+    assert row.as_dict()["source"] == "derived" and row.as_dict()["note"] == "1/1"
+    assert Row("x", "m", 1.0, 1.0, 0.1, source="published").as_dict()["source"] == "published"
