@@ -31,7 +31,7 @@ struct Vm {
     powered_on_at: Option<Time>,
     workload: Workload,
     entitlement_mhz: f64,
-    demand_mhz: f64,
+    demand_est_mhz: f64,
 }
 
 /// A simulated host.
@@ -158,7 +158,7 @@ impl Simulation {
                 powered_on_at: None,
                 workload,
                 entitlement_mhz: 0.0,
-                demand_mhz: 0.0,
+                demand_est_mhz: 0.0,
             });
         }
         let vcpus_per_vm: Vec<u32> = vms.iter().map(|v| v.vcpus).collect();
@@ -186,11 +186,12 @@ impl Simulation {
         for vm in 0..sim.vms.len() {
             let at = sim.spec.vms[vm].power_on_ns;
             if at == 0 {
-                sim.power_on(vm as u32)?;
+                sim.admit(vm as u32)?;
             } else {
                 sim.queue.push(at, Event::PowerOn { vm: vm as u32 });
             }
         }
+        sim.recompute_entitlements();
         sim.queue.push(sim.spec.cpu_sched.entitlement_interval_ns, Event::Entitlement);
         sim.queue.push(sim.spec.sample_interval_ns, Event::Sample);
         Ok(sim)
@@ -262,6 +263,13 @@ impl Simulation {
 
     /// Power on VM `vm` now; admission control may refuse its reservation.
     pub fn power_on(&mut self, vm: u32) -> VmtwinResult<()> {
+        self.admit(vm)?;
+        self.recompute_entitlements();
+        Ok(())
+    }
+
+    /// Power on VM `vm` without updating entitlements (the caller does, once for a batch).
+    fn admit(&mut self, vm: u32) -> VmtwinResult<()> {
         let v = &self.vms[vm as usize];
         if v.powered_on_at.is_some() {
             return Err(VmtwinError::Simulation(format!("VM '{}' is already powered on", v.name)));
@@ -270,13 +278,12 @@ impl Simulation {
         let now = self.now;
         let (first, n, limit) = (v.first_vcpu, v.vcpus, v.limit_mhz);
         self.vms[vm as usize].powered_on_at = Some(now);
-        self.sched.power_on(vm, now);
-        self.sched.set_limit(vm, limit, now, &mut self.queue);
+        self.sched.power_on(first..first + n, now);
+        self.sched.set_limit(vm, first..first + n, limit, now, &mut self.queue);
         for k in first..first + n {
             let next = self.vms[vm as usize].workload.at_power_on(&mut self.guests[k as usize]);
             self.follow(k, next);
         }
-        self.recompute_entitlements();
         Ok(())
     }
 
@@ -300,7 +307,8 @@ impl Simulation {
         if limit != v.limit_mhz {
             m.limit_mhz = limit;
             if v.powered_on_at.is_some() {
-                self.sched.set_limit(vm, limit, self.now, &mut self.queue);
+                let first = v.first_vcpu;
+                self.sched.set_limit(vm, first..first + v.vcpus, limit, self.now, &mut self.queue);
             }
         }
         self.recompute_entitlements();
@@ -346,7 +354,9 @@ impl Simulation {
             }
             Event::Sample => {
                 self.sched.account_all(t);
-                let rows: Vec<VmRow> = self.vms.iter().map(vm_row).collect();
+                let since = t.saturating_sub(self.spec.sample_interval_ns);
+                let core = self.topo.core_mhz as f64;
+                let rows: Vec<VmRow> = self.vms.iter().map(|v| vm_row(v, since, t, core)).collect();
                 self.sampler.sample(t, &self.sched, &rows, self.topo.core_mhz);
                 self.queue.push(t + self.spec.sample_interval_ns, Event::Sample);
             }
@@ -404,59 +414,54 @@ impl Simulation {
         }
     }
 
-    /// Recompute every VM's entitlement and every vCPU's weight.
-    ///
-    /// Two water-fillings of the pool tree: the scheduling weights follow the white paper's
-    /// entitlement, "calculated from shares, reservation, and limit" alone ([WP §2.1]), as if
-    /// every VM demanded all it may use, so a VM that uses less than its share is favoured when
-    /// it does want CPU; the reported `entitlement_mhz` also caps each VM at its estimated
-    /// demand and hands the rest to the others (what the VM can expect to get, as vCenter shows).
-    /// A VM's weight is split evenly over its vCPUs (each at most one pCPU, since a VM's weight
-    /// is at most its vCPUs' worth).
+    /// Recompute every VM's entitlement and every vCPU's weight (`entitlement.rs`): one
+    /// water-filling of the pool tree from shares, reservations, limits and each VM's demand
+    /// estimate (the EWMA of its vCPUs' runnable time), giving each VM its max-min allocation
+    /// (`entitlement_mhz`) and its scheduling weight, split evenly over its vCPUs.
     fn recompute_entitlements(&mut self) {
         let core = self.topo.core_mhz as f64;
-        let mut claims: Vec<VmClaim> = self
+        let claims: Vec<VmClaim> = self
             .vms
             .iter()
             .map(|v| {
                 let vcpus = &self.sched.vcpus[v.first_vcpu as usize..(v.first_vcpu + v.vcpus) as usize];
-                let demand = vcpus.iter().map(|c| c.demand).sum::<f64>() * core;
-                let max = v.limit_mhz.map_or(f64::INFINITY, |l| l as f64).min(v.vcpus as f64 * core);
+                let cap = v.vcpus as f64 * core;
                 VmClaim {
                     shares: v.shares,
                     reservation_mhz: v.reservation_mhz,
-                    max_mhz: max,
-                    demand_mhz: demand,
+                    max_mhz: v.limit_mhz.map_or(cap, |l| cap.min(l as f64)),
+                    cap_mhz: cap,
+                    demand_mhz: vcpus.iter().map(|c| c.demand).sum::<f64>() * core,
                     powered_on: v.powered_on_at.is_some(),
                 }
             })
             .collect();
-        let capacity = self.topo.capacity_mhz() as f64;
-        let expected = self.pools.entitlements(&claims, capacity);
-        let demand: Vec<f64> = claims.iter().map(|c| c.demand_mhz.min(c.max_mhz)).collect();
-        for c in &mut claims {
-            c.demand_mhz = c.max_mhz;
-        }
-        let weights = self.pools.entitlements(&claims, capacity);
+        let ent = self.pools.entitlements(&claims, self.topo.capacity_mhz() as f64);
+        let mut per_vcpu = vec![0.0; self.sched.vcpus.len()];
         for (i, v) in self.vms.iter_mut().enumerate() {
-            v.entitlement_mhz = expected[i];
-            v.demand_mhz = demand[i];
-            let per_vcpu = weights[i] / v.vcpus as f64 / core;
-            for k in v.first_vcpu..v.first_vcpu + v.vcpus {
-                self.sched.set_weight(k, per_vcpu);
-            }
+            v.entitlement_mhz = ent[i].mhz;
+            v.demand_est_mhz = claims[i].demand_mhz;
+            let w = ent[i].weight_mhz / v.vcpus as f64 / core;
+            per_vcpu[v.first_vcpu as usize..(v.first_vcpu + v.vcpus) as usize].fill(w);
         }
+        self.sched.set_weights(self.now, |v| per_vcpu[v as usize]);
     }
 }
 
-fn vm_row(v: &Vm) -> VmRow {
+/// A VM's sampled facts for the interval `since..now`; its true demand (what it would use with
+/// no contention and no limit) comes from its workload model.
+fn vm_row(v: &Vm, since: Time, now: Time, core_mhz: f64) -> VmRow {
+    let demand_mhz = v.powered_on_at.map_or(0.0, |on| {
+        v.workload.demand(since.max(on) - on, now - on) * v.vcpus as f64 * core_mhz
+    });
     VmRow {
         vcpus: v.vcpus,
         shares: v.shares,
         reservation_mhz: v.reservation_mhz,
         limit_mhz: v.limit_mhz,
         entitlement_mhz: v.entitlement_mhz,
-        demand_mhz: v.demand_mhz,
+        demand_mhz,
+        demand_est_mhz: v.demand_est_mhz,
         powered_on_at: v.powered_on_at,
     }
 }

@@ -73,7 +73,7 @@ class CpuScheduler(_Model):
     entitlement_interval: Optional[Nanos] = Field(None, description="How often entitlements are recomputed, e.g. '1s'.")
     limit_burst: Optional[Nanos] = Field(None, description="Burst a limited VM may run ahead of its limit, e.g. '100ms'.")
     wake_preempt_margin: Optional[Nanos] = Field(None, description="Priority margin for a waking vCPU to preempt, e.g. '1ms'.")
-    wake_credit: Optional[Nanos] = Field(None, description="Credit granted to a vCPU waking from a long wait, e.g. '50ms'.")
+    max_lag: Optional[Nanos] = Field(None, description="Most CPU time a vCPU may be owed or owe the fair clock, e.g. '100ms'.")
     demand_ewma_weight: Optional[Annotated[float, Strict(), Field(gt=0.0, le=1.0)]] = Field(
         None, description="Weight of the newest sample in the demand EWMA, in (0, 1]."
     )

@@ -139,7 +139,7 @@ def test_cpu_scheduler_partial_and_renamed():
         entitlement_interval="1s",
         limit_burst="100ms",
         wake_preempt_margin="1ms",
-        wake_credit="50ms",
+        max_lag="100ms",
         demand_ewma_weight=0.5,
     )
     sc = Scenario(host=Host(cores_per_llc=1), cpu_scheduler=full, vms=[VM(name="a", workload=Idle())])
@@ -148,7 +148,7 @@ def test_cpu_scheduler_partial_and_renamed():
         "entitlement_interval_ns": 1000000000,
         "limit_burst_ns": 100000000,
         "wake_preempt_margin_ns": 1000000,
-        "wake_credit_ns": 50000000,
+        "max_lag_ns": 100000000,
         "demand_ewma_weight": 0.5,
     }
 
@@ -202,7 +202,7 @@ def test_quickstart_matches_the_contract_keys(shared_data):
         "core_mhz", "memory_bytes",
     }  # fmt: skip
     assert set(spec["cpu_sched"]) <= {
-        "quantum_ns", "entitlement_interval_ns", "limit_burst_ns", "wake_preempt_margin_ns", "wake_credit_ns",
+        "quantum_ns", "entitlement_interval_ns", "limit_burst_ns", "wake_preempt_margin_ns", "max_lag_ns",
         "demand_ewma_weight",
     }  # fmt: skip
     for p in spec["pools"]:

@@ -12,23 +12,43 @@
 //!
 //! or `a_i = hi_i` when even the ceilings fit. `F(lambda) = sum clamp(...)` is piecewise linear
 //! and non-decreasing, so `lambda` is found exactly by walking its sorted breakpoints
-//! (`lo_i/s_i`, `hi_i/s_i`). The floor of a child is its reservation, the ceiling its limit
-//! and the most its vCPUs can use. This is computed twice per update (`simulation.rs`): once as
-//! the white paper's entitlement, from shares, reservation and limit alone, which the scheduler
-//! uses as weights (`sched.rs`); and once with every floor and ceiling also capped at the
-//! child's estimated demand, the CPU it can expect (reported as `entitlement_mhz`), where an
-//! idle child's unused share goes to the busy ones.
+//! (`lo_i/s_i`, `hi_i/s_i`). A child's ceiling is the least of its limit, the most its vCPUs
+//! can use and its estimated demand; its floor is its reservation, capped by that ceiling. So a
+//! child that wants less than its share gets what it wants, and the rest goes to the others by
+//! shares, first inside its pool (C1). `a_i` is the VM's entitlement (`entitlement_mhz`).
+//!
+//! # From entitlement to scheduling weight
+//! The scheduler needs a weight per VM such that a proportional-share scheduler delivers `a_i`.
+//! The weight is *not* `a_i`: a VM whose demand estimate is low would then get a low weight,
+//! and whenever its real demand rose above the estimate it would queue behind everyone until
+//! the next update (the ready-time spikes of an earlier design). Instead every child gets
+//!
+//! ```text
+//!     w_i = clamp(lambda * s_i, r_i, vcpus_i x core)      (lambda of its parent's level)
+//! ```
+//!
+//! its share at the water level, at least its reservation and at most its vCPUs, whatever its
+//! demand and ignoring its limit. For a child held back by the others (`a_i = lambda s_i`, or
+//! its reservation) this *is* `a_i`; a child that wants less has `w_i >= a_i`, so its bursts
+//! are served promptly up to its fair share, and a proportional-share scheduler (fluid GPS:
+//! `x_i = min(demand_i, mu w_i)`) still delivers exactly `a_i` to everyone at `mu = 1`. The
+//! demand estimate only moves `lambda`, and an error of `d` MHz in one estimate moves the
+//! others' entitlements by at most `d` in total: noise enters smoothly instead of through one
+//! VM's weight. Limits are left out of the weight and enforced by token buckets (`limit.rs`),
+//! so a VM held back by its limit waits in MLMTD, not READY, as esxtop shows it. When no child
+//! of a level is held back (`lambda` infinite) every weight is its vCPUs' worth.
 //!
 //! # Tunables
 //! None here: demand comes from the scheduler's EWMA (`demand_ewma_weight`).
 //!
 //! # Counters
-//! `entitlement_mhz` and `demand_mhz` per VM, sampled into the `vm` table.
+//! `entitlement_mhz` and `demand_est_mhz` per VM, sampled into the `vm` table.
 //!
 //! # Known gaps
 //! - Expandable reservations matter only for admission control (`pools.rs`); at run time a
 //!   pool's floor is the larger of its reservation and its children's floors.
-//! - Hyperthreads count as full pCPUs of capacity.
+//! - Inside a pool none of whose children is held back, weights are the children's vCPUs'
+//!   worth: a sudden burst there is shared by vCPU counts until the next estimate (1 s).
 
 /// One child at one level of the tree.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -65,9 +85,31 @@ pub fn water_fill(capacity: f64, claims: &[Claim]) -> Vec<f64> {
         let scale = if lo_sum > 0.0 { capacity / lo_sum } else { 0.0 };
         return claims.iter().map(|c| c.lo * scale).collect();
     }
+    let level = water_level(capacity, claims);
+    claims.iter().map(|c| (level * c.shares).clamp(c.lo, c.hi)).collect()
+}
+
+/// The water level `lambda` of [`water_fill`]: MHz per share at which the claims fill
+/// `capacity`. Infinite when every ceiling fits (no child is held back by the others), zero
+/// when the floors alone do not fit.
+///
+/// # Examples
+/// ```
+/// use vmtwin_core::cpu::{water_level, Claim};
+/// let c = |shares, lo, hi| Claim { shares, lo, hi };
+/// // a child capped at 0.5 leaves 3.5 to the other: 3.5 per share
+/// assert_eq!(water_level(4.0, &[c(1.0, 0.0, 0.5), c(1.0, 0.0, 4.0)]), 3.5);
+/// assert_eq!(water_level(4.0, &[c(1.0, 0.0, 1.0), c(1.0, 0.0, 1.0)]), f64::INFINITY);
+/// ```
+pub fn water_level(capacity: f64, claims: &[Claim]) -> f64 {
+    let capacity = capacity.max(0.0);
     let hi_sum: f64 = claims.iter().map(|c| c.hi).sum();
     if hi_sum <= capacity {
-        return claims.iter().map(|c| c.hi).collect();
+        return f64::INFINITY;
+    }
+    let lo_sum: f64 = claims.iter().map(|c| c.lo).sum();
+    if lo_sum >= capacity {
+        return 0.0;
     }
     // Breakpoints of F(lambda): at lo_i/s_i child i starts growing, at hi_i/s_i it stops.
     let mut points: Vec<(f64, usize, bool)> = Vec::with_capacity(2 * claims.len());
@@ -75,7 +117,7 @@ pub fn water_fill(capacity: f64, claims: &[Claim]) -> Vec<f64> {
         points.push((c.lo / c.shares, i, true));
         points.push((c.hi / c.shares, i, false));
     }
-    points.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(b.2.cmp(&a.2)));
+    points.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(b.2.cmp(&a.2)));
     // Walk lambda upward; F(lambda) = fixed + lambda * slope on each segment.
     let mut fixed = lo_sum;
     let mut slope = 0.0;
@@ -93,6 +135,9 @@ pub fn water_fill(capacity: f64, claims: &[Claim]) -> Vec<f64> {
         }
     }
     // Ceilings that all fit were handled above, so some child is still growing here.
-    let lambda = if slope > 0.0 { (capacity - fixed) / slope } else { 0.0 };
-    claims.iter().map(|c| (lambda * c.shares).clamp(c.lo, c.hi)).collect()
+    if slope > 0.0 {
+        (capacity - fixed) / slope
+    } else {
+        0.0
+    }
 }

@@ -3,11 +3,13 @@
 //!
 //! - `entitlement.rs`: weighted max-min (water-filling) split at one level
 //! - `pools.rs`: the resource-pool tree, admission control, hierarchical entitlement
-//! - `limit.rs`: the per-VM token bucket behind CPU limits (%MLMTD)
+//! - `clock.rs`: the fair clock that virtual times are measured against
+//! - `limit.rs`: the token buckets behind VM and pool CPU limits (%MLMTD)
 //! - `runqueue.rs`: one pCPU's run queue
 //! - `sched.rs`: the scheduler: states, accounting, placement, dispatch, preemption
 //! - `params.rs`: the tunables
 
+mod clock;
 mod entitlement;
 mod limit;
 mod params;
@@ -15,8 +17,8 @@ mod pools;
 mod runqueue;
 mod sched;
 
-pub use entitlement::{water_fill, Claim};
+pub use entitlement::{water_fill, water_level, Claim};
 pub use limit::{TokenBucket, LIMIT_MIN_SLICE_NS};
 pub use params::CpuSchedParams;
-pub use pools::{Pool, PoolTree, VmClaim, ROOT_POOL};
+pub use pools::{Entitlement, Pool, PoolTree, VmClaim, ROOT_POOL};
 pub use sched::{CpuSched, Limiter, SchedStats, Vcpu, VcpuState, NONE, STATES};

@@ -20,14 +20,14 @@ pub struct CpuSchedParams {
     /// in ns of virtual time. Default 1 ms: chosen to avoid preemption thrash between near-equal
     /// vCPUs while keeping wake-up latency small (C4 asks for "a small margin").
     pub wake_preempt_margin_ns: Time,
-    /// The most virtual time a vCPU may bank while it waits or idles, in ns: on wake its virtual
-    /// time is raised to at least `virtual clock - wake_credit_ns`. Default 50 ms = one quantum,
-    /// so idle time banks no lasting credit (C3: "idle and wait time then bank no credit",
-    /// "clamp the accumulated lag").
-    pub wake_credit_ns: Time,
-    /// Weight of the newest interval in the EWMA of each vCPU's demand (runnable fraction), which
-    /// sets the reported demand and expected entitlement (not the scheduling weights),
-    /// dimensionless in (0, 1]. Default 0.5: chosen, see test `demand_tracks_duty_cycle`.
+    /// The most CPU time a vCPU may be owed by, or owe, the fair clock, in ns (its lag, `clock.rs`):
+    /// a waking vCPU is placed no further than this from the clock, and every vCPU's lag is
+    /// clamped to it at each entitlement update. Default 100 ms = two quanta (research/cpu.md C3:
+    /// "clamp |entitled - charged| to <= 1 quantum x 2").
+    pub max_lag_ns: Time,
+    /// Weight of the newest interval in the EWMA of each vCPU's demand estimate (runnable
+    /// fraction), which sets the water level of the entitlement (`entitlement.rs`), dimensionless
+    /// in (0, 1]. Default 0.5: chosen, see test `demand_tracks_duty_cycle`.
     pub demand_ewma_weight: f64,
 }
 
@@ -38,7 +38,7 @@ impl Default for CpuSchedParams {
             entitlement_interval_ns: NS_PER_S,
             limit_burst_ns: 100 * NS_PER_MS,
             wake_preempt_margin_ns: NS_PER_MS,
-            wake_credit_ns: 50 * NS_PER_MS,
+            max_lag_ns: 100 * NS_PER_MS,
             demand_ewma_weight: 0.5,
         }
     }
@@ -53,6 +53,9 @@ impl CpuSchedParams {
         }
         if self.entitlement_interval_ns == 0 {
             invalid!("cpu_scheduler.entitlement_interval", self.entitlement_interval_ns, "a duration > 0");
+        }
+        if self.max_lag_ns == 0 {
+            invalid!("cpu_scheduler.max_lag", self.max_lag_ns, "a duration > 0");
         }
         if self.limit_burst_ns == 0 {
             invalid!("cpu_scheduler.limit_burst", self.limit_burst_ns, "a duration > 0");

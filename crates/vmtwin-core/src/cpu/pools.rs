@@ -4,9 +4,10 @@
 //! expand. Every other pool and every powered-on VM holds its reservation from its parent pool.
 //! A pool whose reservation is *expandable* may lend its children more than it reserved itself
 //! by borrowing the difference from its own parent, recursively; a non-expandable pool cannot.
-//! Admission control (vSphere's behaviour, research/cpu.md C6 [X RMG]) checks the whole chain
-//! before committing anything, and a refusal names the pool where the chain ran dry and the
-//! shortfall in MHz.
+//! A pool with a limit cannot hold more reservation than its limit, whether its own or borrowed
+//! for its children. Admission control (vSphere's behaviour, research/cpu.md C6 [X RMG]) checks
+//! the whole chain before committing anything, and a refusal names the pool where the chain ran
+//! dry (or whose limit it hit) and the shortfall in MHz.
 //!
 //! Entitlement is computed top-down by [`water_fill`] at every level (see `entitlement.rs`),
 //! after a bottom-up pass that gives each pool a floor (its reservation or its children's
@@ -25,7 +26,7 @@
 //! - ESX keeps part of the host for the VMkernel and the service console; the root pool here
 //!   offers the whole capacity.
 
-use super::entitlement::{water_fill, Claim};
+use super::entitlement::{water_fill, water_level, Claim};
 use crate::{VmtwinError, VmtwinResult};
 
 /// Index of the host's root pool.
@@ -70,6 +71,8 @@ pub struct VmClaim {
     pub reservation_mhz: u64,
     /// ceiling in MHz: limit, vCPUs x core MHz
     pub max_mhz: f64,
+    /// the most its vCPUs can use, MHz (vCPUs x core MHz): the ceiling of its weight
+    pub cap_mhz: f64,
     /// estimated demand in MHz
     pub demand_mhz: f64,
     /// counts only when powered on
@@ -160,6 +163,21 @@ impl PoolTree {
         let mut need = amount;
         loop {
             let p = &self.pools[id as usize];
+            // a pool cannot hold reservations beyond its limit, borrowed or not
+            if let Some(limit) = p.limit_mhz {
+                let room = limit.saturating_sub(p.reserved_mhz);
+                if need > room {
+                    return Err(VmtwinError::AdmissionControl {
+                        entity: entity.to_string(),
+                        reason: format!(
+                            "reservation of {amount} MHz does not fit: pool '{}' is limited to {limit} MHz and already holds {} MHz of reservations, shortfall {} MHz",
+                            p.name,
+                            p.reserved_mhz,
+                            need - room
+                        ),
+                    });
+                }
+            }
             let free = p.reservation_mhz.saturating_sub(p.reserved_mhz);
             if need <= free {
                 return Ok(());
@@ -190,8 +208,9 @@ impl PoolTree {
         }
     }
 
-    /// Entitlement in MHz of every VM, given each VM's claim and the host capacity.
-    pub fn entitlements(&self, vms: &[VmClaim], capacity_mhz: f64) -> Vec<f64> {
+    /// Entitlement and scheduling weight of every VM, given each VM's claim and the host
+    /// capacity (see `entitlement.rs` for both).
+    pub fn entitlements(&self, vms: &[VmClaim], capacity_mhz: f64) -> Vec<Entitlement> {
         let n = self.pools.len();
         // bottom-up: floor and ceiling of every pool (children have larger indices)
         let mut lo = vec![0.0; n];
@@ -214,11 +233,12 @@ impl PoolTree {
         }
         // top-down: split each pool's allocation over its children
         let mut alloc = vec![0.0; n];
-        let mut out = vec![0.0; vms.len()];
+        let mut out = vec![Entitlement::default(); vms.len()];
         alloc[ROOT_POOL as usize] = capacity_mhz;
+        let mut claims = Vec::new();
         for id in 0..n {
             let p = &self.pools[id];
-            let mut claims = Vec::with_capacity(p.pools.len() + p.vms.len());
+            claims.clear();
             for &c in &p.pools {
                 let c = c as usize;
                 claims.push(Claim { shares: self.pools[c].shares as f64, lo: lo[c], hi: hi[c] });
@@ -228,15 +248,32 @@ impl PoolTree {
                 claims.push(Claim { shares: vms[v as usize].shares as f64, lo: l, hi: h });
             }
             let split = water_fill(alloc[id], &claims);
+            let level = water_level(alloc[id], &claims);
             for (k, &c) in p.pools.iter().enumerate() {
                 alloc[c as usize] = split[k];
             }
             for (k, &v) in p.vms.iter().enumerate() {
-                out[v as usize] = split[p.pools.len() + k];
+                let vm = &vms[v as usize];
+                let weight = if vm.powered_on {
+                    (level * vm.shares as f64).clamp(vm.reservation_mhz as f64, vm.cap_mhz.max(vm.reservation_mhz as f64))
+                } else {
+                    0.0
+                };
+                out[v as usize] = Entitlement { mhz: split[p.pools.len() + k], weight_mhz: weight };
             }
         }
         out
     }
+}
+
+/// What the tree gives one VM.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Entitlement {
+    /// the max-min allocation, MHz: what the scheduler targets (`entitlement_mhz`)
+    pub mhz: f64,
+    /// scheduling weight, MHz: its share at its level's water level, at least its reservation,
+    /// at most its vCPUs' worth, limit left to the token buckets
+    pub weight_mhz: f64,
 }
 
 /// Floor and ceiling of one VM: its demanded reservation, and demand under its maximum.
@@ -291,6 +328,22 @@ mod tests {
     }
 
     #[test]
+    fn pool_limit_bounds_reservations_below_it() {
+        let mut t = PoolTree::new(10_000);
+        let mut p = pool("capped", 0, true);
+        p.limit_mhz = Some(1000);
+        let p = t.add_pool(p, ROOT_POOL).unwrap();
+        let err = t.reserve(p, 2000, "vm1").unwrap_err().to_string();
+        assert!(err.contains("pool 'capped' is limited to 1000 MHz") && err.contains("shortfall 1000 MHz"), "{err}");
+        t.reserve(p, 600, "vm2").unwrap();
+        // a child pool expanding into a limited parent hits the parent's limit
+        let c = t.add_pool(pool("child", 0, true), p).unwrap();
+        let err = t.reserve(c, 500, "vm3").unwrap_err().to_string();
+        assert!(err.contains("pool 'capped'") && err.contains("shortfall 100 MHz"), "{err}");
+        assert_eq!(t.pools[0].reserved_mhz, 600);
+    }
+
+    #[test]
     fn pool_shares_split_before_vm_shares() {
         // two pools 1:3 on 4000 MHz, one busy VM each: 1000 and 3000
         let mut t = PoolTree::new(4000);
@@ -302,8 +355,26 @@ mod tests {
         let b = t.add_pool(b, ROOT_POOL).unwrap();
         t.pools[a as usize].vms.push(0);
         t.pools[b as usize].vms.push(1);
-        let vm = |shares| VmClaim { shares, reservation_mhz: 0, max_mhz: 4000.0, demand_mhz: 4000.0, powered_on: true };
+        let vm = |shares| VmClaim { shares, reservation_mhz: 0, max_mhz: 4000.0, cap_mhz: 4000.0, demand_mhz: 4000.0, powered_on: true };
         let e = t.entitlements(&[vm(8000), vm(1000)], 4000.0);
-        assert_eq!(e, vec![1000.0, 3000.0]);
+        assert_eq!(e.iter().map(|e| e.mhz).collect::<Vec<_>>(), vec![1000.0, 3000.0]);
+        assert_eq!(e.iter().map(|e| e.weight_mhz).collect::<Vec<_>>(), vec![1000.0, 3000.0]);
+    }
+
+    #[test]
+    fn sleepy_vm_keeps_its_fair_share_as_weight() {
+        // R reserves 2000 of 4000 MHz but wants 200; X (2 vCPUs, reserves 2000, 2000 shares)
+        // and B (1000 shares) are busy: R gets 200, X 2533, B 1267; R's weight stays at its
+        // reservation, X's and B's are their entitlements
+        let t = PoolTree::new(4000);
+        let claim = |shares, reservation_mhz, cap: f64, demand_mhz| VmClaim {
+            shares, reservation_mhz, max_mhz: cap, cap_mhz: cap, demand_mhz, powered_on: true,
+        };
+        let mut t = t;
+        t.pools[0].vms = vec![0, 1, 2];
+        let e = t.entitlements(&[claim(1000, 2000, 2000.0, 200.0), claim(2000, 2000, 4000.0, 4000.0), claim(1000, 0, 2000.0, 2000.0)], 4000.0);
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-6;
+        assert!(close(e[0].mhz, 200.0) && close(e[1].mhz, 3800.0 * 2.0 / 3.0) && close(e[2].mhz, 3800.0 / 3.0), "{e:?}");
+        assert!(close(e[0].weight_mhz, 2000.0) && close(e[1].weight_mhz, e[1].mhz) && close(e[2].weight_mhz, e[2].mhz), "{e:?}");
     }
 }

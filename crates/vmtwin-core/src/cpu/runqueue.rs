@@ -4,8 +4,9 @@
 //! ESX keeps a run queue per pCPU so that scheduling decisions take per-pCPU locks, not a global
 //! one ([WP §3.2]); a pCPU that runs dry pulls work from the others. The tree makes "the lowest
 //! key on the host" an O(1) read, maintained in O(log pCPUs) whenever a queue's head changes.
-//! Keys are non-negative finite `f64` virtual times, compared through their bit patterns (which
-//! order like the values for non-negative floats); ties go to the earlier enqueue (`seq`).
+//! Keys are finite `f64` virtual times (negative ones too: the fair clock is rebased to zero),
+//! compared through an order-preserving map of their bit patterns; ties go to the earlier
+//! enqueue (`seq`).
 //!
 //! # Tunables
 //! None.
@@ -17,15 +18,32 @@
 //! - Pulls ignore the cost of moving a vCPU away from its LLC or NUMA node; LLC- and NUMA-aware
 //!   load balancing comes with its own issue.
 
-/// `(key, seq, id)` packed into one 16-byte integer: keys are non-negative finite floats, whose
-/// bit patterns order like their values, so packed integers order by key, then by enqueue order
+/// A float's bits mapped so that unsigned order is numeric order: flip every bit of a negative
+/// number, only the sign bit of a positive one.
+#[inline]
+fn ordered_bits(key: f64) -> u64 {
+    let b = key.to_bits();
+    if b >> 63 == 1 {
+        !b
+    } else {
+        b | (1 << 63)
+    }
+}
+
+#[inline]
+fn from_ordered_bits(o: u64) -> f64 {
+    f64::from_bits(if o >> 63 == 1 { o & !(1 << 63) } else { !o })
+}
+
+/// `(key, seq, id)` packed into one 16-byte integer: keys map to bits that order like their
+/// values (`ordered_bits`), so packed integers order by key, then by enqueue order
 /// (`seq`, kept to its low 32 bits: ties 4 billion enqueues apart are vanishingly rare and still
 /// break the same way every run), and carry a 32-bit id (the vCPU in a queue, the pCPU in the
 /// tree).
 #[inline]
 fn pack(key: f64, seq: u64, id: u32) -> u128 {
-    debug_assert!(key >= 0.0 && key.is_finite());
-    (u128::from(key.to_bits()) << 64) | (u128::from(seq as u32) << 32) | u128::from(id)
+    debug_assert!(key.is_finite());
+    (u128::from(ordered_bits(key)) << 64) | (u128::from(seq as u32) << 32) | u128::from(id)
 }
 
 /// The id carried in the low 32 bits.
@@ -42,7 +60,7 @@ fn with_id(packed: u128, id: u32) -> u128 {
 
 #[inline]
 fn key_of(packed: u128) -> f64 {
-    f64::from_bits((packed >> 64) as u64)
+    from_ordered_bits((packed >> 64) as u64)
 }
 
 /// Ready vCPUs of one pCPU, kept sorted with the lowest key last. Queues are short (a few
@@ -73,6 +91,11 @@ impl RunQueue {
     #[inline]
     pub fn pop(&mut self) -> Option<u32> {
         self.sorted.pop().map(id_of)
+    }
+
+    /// Queued vCPUs, head first.
+    fn ids(&self) -> impl Iterator<Item = u32> + '_ {
+        self.sorted.iter().rev().map(|&e| id_of(e))
     }
 }
 
@@ -125,6 +148,19 @@ impl QueueSet {
         (k != NO_HEAD).then(|| (id_of(k), key_of(k)))
     }
 
+    /// Empty every queue, returning `(pCPU, vCPU)` pairs queue by queue, head first (so that
+    /// pushing them back with new keys keeps ties in their old order).
+    pub fn drain(&mut self) -> Vec<(u32, u32)> {
+        let mut out = Vec::with_capacity(self.len);
+        for (p, q) in self.queues.iter_mut().enumerate() {
+            out.extend(q.ids().map(|v| (p as u32, v)));
+            q.sorted.clear();
+        }
+        self.tree.fill(NO_HEAD);
+        self.len = 0;
+        out
+    }
+
     /// Number of queued vCPUs on the host.
     #[inline]
     pub fn len(&self) -> usize {
@@ -164,6 +200,17 @@ mod tests {
         assert_eq!(qs.pop(1), Some(11));
         assert_eq!(qs.best(), Some((0, 7.0)));
         assert_eq!(qs.len(), 1);
+    }
+
+    #[test]
+    fn negative_keys_order_below_positive_ones() {
+        let mut qs = QueueSet::new(2);
+        qs.push(0, 0.5, 1, 1);
+        qs.push(1, -3.0, 2, 2);
+        qs.push(0, -0.25, 3, 3);
+        assert_eq!(qs.best(), Some((1, -3.0)));
+        assert_eq!(qs.drain(), vec![(0, 3), (0, 1), (1, 2)]);
+        assert_eq!(qs.best(), None);
     }
 
     #[test]

@@ -2,22 +2,27 @@
 //!
 //! ESX picks the world whose *priority*, consumed CPU divided by entitled CPU, is lowest
 //! ([WP §2.1]: "a priority 0 is considered higher than 100"). Here each vCPU carries a virtual
-//! time `key`, the CPU it has consumed divided by its entitlement (its weight, in pCPUs: its
-//! VM's entitlement from shares, reservation and limit, `entitlement.rs`, split evenly over the
-//! VM's vCPUs): running for `dt` adds `dt / weight`. Picking the lowest key is picking the
-//! lowest consumed/entitled ratio along a shared virtual clock, and because every weight is at
-//! most one pCPU and the weights of runnable vCPUs fit the host, CPU-bound vCPUs receive CPU in
-//! proportion to their entitlements (tested against an exact water-filling oracle).
+//! time `key`, the CPU it has consumed divided by its weight (its VM's scheduling weight from
+//! `entitlement.rs`, split evenly over the VM's vCPUs, in pCPUs): running for `dt` adds
+//! `dt / weight`. Picking the lowest key is picking the lowest consumed/entitled ratio, measured
+//! against the fair clock of `clock.rs` (the weight-averaged key of the runnable vCPUs). A
+//! waking vCPU, or one a limit releases, is placed within `max_lag_ns` of CPU time of that
+//! clock, so waiting and idling bank no more than that and cost nothing; at each entitlement
+//! update weights change, every key is rescaled so that its lag in CPU time is kept, clamped to
+//! `max_lag_ns`, and rebased so the clock reads zero.
 //!
 //! Each pCPU has its own run queue. A pCPU that needs work takes the lowest key among its own
 //! queue's head and the other queues' heads (pull migration); a vCPU that wakes goes to an idle
 //! pCPU if there is one, preferring its last pCPU and then its LLC (push migration), and
 //! otherwise preempts the running vCPU with the highest key in its LLC if its own key is lower
-//! by more than a margin, or else queues on its last pCPU. A waking vCPU's key is raised to at
-//! least the virtual clock (the lowest queued key, as CFS's `min_vruntime`) minus
-//! `wake_credit_ns`, so time spent waiting or idle banks no lasting credit (research/cpu.md C3). A vCPU runs for at most one quantum, its remaining burst, or what the
-//! limit buckets binding it allow (`limit.rs`): its VM's own and those of every resource pool
-//! above it with a limit.
+//! by more than a margin, or else queues on its last pCPU. A vCPU runs for at most one quantum,
+//! its remaining burst, or its part of what the limit buckets binding it allow (`limit.rs`): its
+//! VM's own and those of every resource pool above it with a limit. The part is in proportion to
+//! its weight among the vCPUs the bucket binds that want to run, so that inside a limited pool
+//! CPU is split by the children's shares and reservations, not first come first served.
+//!
+//! Capacity is cores: until hyperthreading is modelled (its own issue), the scheduler runs one
+//! vCPU per core and a core's second thread adds nothing.
 //!
 //! Every vCPU is in exactly one state at a time (RUN, READY, MLMTD, WAIT, WAIT_IDLE, or OFF
 //! before power-on), and the time in each state is accumulated on every transition, so
@@ -25,7 +30,7 @@
 //!
 //! # Tunables
 //! See [`CpuSchedParams`]: `quantum_ns` (50 ms), `wake_preempt_margin_ns` (1 ms),
-//! `wake_credit_ns` (50 ms), `limit_burst_ns` (100 ms), `entitlement_interval_ns` (1 s),
+//! `max_lag_ns` (100 ms), `limit_burst_ns` (100 ms), `entitlement_interval_ns` (1 s),
 //! `demand_ewma_weight` (0.5).
 //!
 //! # Counters
@@ -40,10 +45,9 @@
 //! - No scheduler overhead is charged and migration is free, so a pCPU pulls the lowest key on
 //!   the host wherever it is queued: most dispatches migrate. ESX 4's load-based migration
 //!   throttling ([WP §3.3.1]) belongs with the migration-cost model.
-//! - A limit caps the VM's entitlement as well as its bucket, so on a contended host a
-//!   limit-bound VM waits mostly in READY at its entitled rate, and MLMTD counts only the time
-//!   its bucket is empty (on an idle host all of its waiting is MLMTD).
+//! - A VM's weight is split evenly over its vCPUs, whatever each vCPU demands.
 
+use super::clock::FairClock;
 use super::limit::TokenBucket;
 use super::params::CpuSchedParams;
 use super::runqueue::QueueSet;
@@ -53,6 +57,11 @@ use crate::sim::{ns_f, Event, EventQueue, Time};
 /// Lowest weight a vCPU can have, in pCPUs (a few Hz): a VM whose entitlement is zero (the
 /// host fully reserved by others) still has a finite virtual-time rate.
 const MIN_WEIGHT: f64 = 1e-9;
+
+/// States in which a vCPU competes for a pCPU and counts in the fair clock.
+const RUNNABLE: [bool; STATES] = [true, true, false, false, false, false];
+/// States in which a vCPU wants to run, held back by a limit or not (a limiter's active weight).
+const ACTIVE: [bool; STATES] = [true, true, true, false, false, false];
 
 /// No vCPU.
 pub const NONE: u32 = u32::MAX;
@@ -92,8 +101,9 @@ pub struct Vcpu {
     pub used_ns: u64,
     /// virtual time: sum of run time / weight
     pub key: f64,
-    /// 1 / weight, where the weight is the vCPU's entitlement in pCPUs; kept inverted because
-    /// charging multiplies by it on every slice
+    /// scheduling weight in pCPUs
+    pub weight: f64,
+    /// 1 / weight, kept because charging multiplies by it on every slice
     pub inv_weight: f64,
     /// current or last pCPU
     pub pcpu: u32,
@@ -114,18 +124,6 @@ impl Vcpu {
     }
 }
 
-/// First pCPU of each LLC, plus the total: the topology numbers LLC mates adjacently.
-fn llc_ranges(topo: &Topology) -> Vec<usize> {
-    let mut r = vec![0];
-    for (p, w) in topo.pcpus.windows(2).enumerate() {
-        if w[1].llc != w[0].llc {
-            r.push(p + 1);
-        }
-    }
-    r.push(topo.len());
-    r
-}
-
 /// One pCPU.
 #[derive(Debug, Clone, Default)]
 struct Pcpu {
@@ -133,6 +131,8 @@ struct Pcpu {
     running: u32,
     /// when its slice started
     slice_start: Time,
+    /// the running vCPU's key is charged up to this time
+    key_mark: Time,
     /// the running vCPU's key as a line in time, cached for the preemption scan:
     /// `key(now) = run_key0 + now * run_inv_weight` (one multiply-add per pCPU scanned)
     run_key0: f64,
@@ -150,8 +150,8 @@ pub struct Limiter {
     pub refill_gen: u32,
     /// a refill event is pending
     pub refill_pending: bool,
-    /// vCPUs under this limiter running now
-    pub running: u32,
+    /// summed weight of the vCPUs under this limiter that want to run (RUN, READY, MLMTD)
+    pub active_w: f64,
 }
 
 /// Scheduler decisions worth counting.
@@ -177,7 +177,7 @@ pub struct CpuSched {
     /// per VM, the limiters that bind it: its own, then its pools' from the nearest up
     chains: Vec<Vec<u32>>,
     /// per VM: some limiter in its chain has a bucket (the hot paths skip the chain otherwise;
-    /// running counts are then stale and recounted when a limit is set)
+    /// active weights are then not kept, and are counted in when a limit is set)
     limited: Vec<bool>,
     /// decision counters
     pub stats: SchedStats,
@@ -188,17 +188,20 @@ pub struct CpuSched {
     llc_range: Vec<usize>,
     idle: Vec<bool>,
     idle_count: usize,
-    vclock: f64,
+    clock: FairClock,
     seq: u64,
     core_mhz: u64,
 }
 
 impl CpuSched {
-    /// A scheduler for `topo` with VMs of the given vCPU counts, all powered off.
+    /// A scheduler for `topo` with VMs of the given vCPU counts, all powered off. It schedules
+    /// on one thread per core (capacity is cores until hyperthreading is modelled).
     pub fn new(topo: &Topology, params: CpuSchedParams, vcpus_per_vm: &[u32]) -> Self {
+        let cores: Vec<_> = topo.pcpus.iter().filter(|p| p.thread == 0).copied().collect();
+        let n = cores.len();
         let mut vcpus = Vec::new();
-        for (vm, &n) in vcpus_per_vm.iter().enumerate() {
-            for _ in 0..n {
+        for (vm, &k) in vcpus_per_vm.iter().enumerate() {
+            for _ in 0..k {
                 vcpus.push(Vcpu {
                     vm: vm as u32,
                     state: VcpuState::Off,
@@ -206,16 +209,28 @@ impl CpuSched {
                     time_ns: [0; STATES],
                     used_ns: 0,
                     key: 0.0,
+                    weight: 1.0,
                     inv_weight: 1.0,
                     // spread first placements round-robin over the host
-                    pcpu: (vcpus.len() % topo.len()) as u32,
+                    pcpu: (vcpus.len() % n) as u32,
                     work_left: 0,
                     demand: 1.0,
                     runnable_mark: 0,
                 });
             }
         }
-        let n = topo.len();
+        let mut llc_range = vec![0];
+        for (p, w) in cores.windows(2).enumerate() {
+            if w[1].llc != w[0].llc {
+                llc_range.push(p + 1);
+            }
+        }
+        llc_range.push(n);
+        // LLC numbers of the cores, renumbered densely from 0
+        let mut llc_of = vec![0u32; n];
+        for l in 0..llc_range.len() - 1 {
+            llc_of[llc_range[l]..llc_range[l + 1]].fill(l as u32);
+        }
         CpuSched {
             params,
             vcpus,
@@ -223,13 +238,13 @@ impl CpuSched {
             chains: (0..vcpus_per_vm.len() as u32).map(|vm| vec![vm]).collect(),
             limited: vec![false; vcpus_per_vm.len()],
             stats: SchedStats::default(),
-            pcpus: (0..n).map(|_| Pcpu { running: NONE, slice_start: 0, run_key0: 0.0, run_inv_weight: 0.0 }).collect(),
+            pcpus: vec![Pcpu { running: NONE, ..Pcpu::default() }; n],
             queues: QueueSet::new(n),
-            llc_of: topo.pcpus.iter().map(|p| p.llc).collect(),
-            llc_range: llc_ranges(topo),
+            llc_of,
+            llc_range,
             idle: vec![true; n],
             idle_count: n,
-            vclock: 0.0,
+            clock: FairClock::default(),
             seq: 0,
             core_mhz: topo.core_mhz,
         }
@@ -250,17 +265,44 @@ impl CpuSched {
         self.pcpus[pcpu as usize].running
     }
 
-    /// Move `v` to `state`, accumulating the time spent in the old one.
+    /// Move `v` to `state`, accumulating the time spent in the old one, and keep the fair clock
+    /// and the limiters' active weights in step. A running vCPU must be stopped (charged) before
+    /// it leaves RUN.
     #[inline]
     fn set_state(&mut self, v: u32, now: Time, state: VcpuState) {
         let vc = &mut self.vcpus[v as usize];
+        let old = vc.state;
         let dt = now - vc.since;
-        vc.time_ns[vc.state as usize] += dt;
-        if vc.state == VcpuState::Run {
+        vc.time_ns[old as usize] += dt;
+        if old == VcpuState::Run {
             vc.used_ns += dt;
         }
         vc.since = now;
         vc.state = state;
+        let (w, key, vm) = (vc.weight, vc.key, vc.vm as usize);
+        if RUNNABLE[old as usize] != RUNNABLE[state as usize] {
+            if RUNNABLE[state as usize] {
+                self.clock.join(w, key);
+            } else {
+                self.clock.leave(w, key);
+            }
+        }
+        if self.limited[vm] && ACTIVE[old as usize] != ACTIVE[state as usize] {
+            let dw = if ACTIVE[state as usize] { w } else { -w };
+            for &l in &self.chains[vm] {
+                self.limiters[l as usize].active_w += dw;
+            }
+        }
+    }
+
+    /// Place a vCPU that is about to become runnable within `max_lag_ns` of CPU time of the
+    /// fair clock: waiting or being held banks no more credit than that and costs no more.
+    #[inline]
+    fn place_key(&mut self, v: u32, now: Time) {
+        let clock = self.clock.value(now);
+        let vc = &mut self.vcpus[v as usize];
+        let reach = self.params.max_lag_ns as f64 * vc.inv_weight;
+        vc.key = vc.key.clamp(clock - reach, clock + reach);
     }
 
     /// Bring every vCPU's counters up to `now` without changing any state (for sampling).
@@ -271,26 +313,29 @@ impl CpuSched {
         }
     }
 
-    /// Power on the vCPUs of `vm`: they start halted (WAIT_IDLE).
-    pub fn power_on(&mut self, vm: u32, now: Time) {
-        for v in 0..self.vcpus.len() as u32 {
-            if self.vcpus[v as usize].vm == vm {
-                let vc = &mut self.vcpus[v as usize];
-                vc.time_ns[VcpuState::Off as usize] += now - vc.since;
-                vc.since = now;
-                vc.state = VcpuState::Idle;
-                vc.key = self.vclock;
-                vc.runnable_mark = vc.runnable_ns();
-            }
+    /// Power on `vcpus` (one VM's): they start halted (WAIT_IDLE), at the fair clock.
+    pub fn power_on(&mut self, vcpus: std::ops::Range<u32>, now: Time) {
+        let clock = self.clock.value(now);
+        for vc in &mut self.vcpus[vcpus.start as usize..vcpus.end as usize] {
+            vc.time_ns[VcpuState::Off as usize] += now - vc.since;
+            vc.since = now;
+            vc.state = VcpuState::Idle;
+            vc.key = clock;
+            vc.runnable_mark = vc.runnable_ns();
         }
     }
 
-    /// Set (or clear) the CPU limit of `vm`.
-    pub fn set_limit(&mut self, vm: u32, limit_mhz: Option<u64>, now: Time, q: &mut EventQueue) {
-        let running = self.vcpus.iter().filter(|c| c.vm == vm && c.state == VcpuState::Run).count() as u32;
+    /// Set (or clear) the CPU limit of the VM `vm`, whose vCPUs are `vcpus`.
+    pub fn set_limit(&mut self, vm: u32, vcpus: std::ops::Range<u32>, limit_mhz: Option<u64>, now: Time, q: &mut EventQueue) {
+        // a VM below a limited pool is always tracked; only its own limiter's weight can be new
         self.limited[vm as usize] = limit_mhz.is_some() || self.chains[vm as usize].len() > 1;
+        let active: f64 = self.vcpus[vcpus.start as usize..vcpus.end as usize]
+            .iter()
+            .filter(|c| ACTIVE[c.state as usize])
+            .map(|c| c.weight)
+            .sum();
+        self.limiters[vm as usize].active_w = if self.limited[vm as usize] { active } else { 0.0 };
         let s = &mut self.limiters[vm as usize];
-        s.running = running;
         s.bucket = limit_mhz.map(|l| TokenBucket::new(l, self.core_mhz, self.params.limit_burst_ns, now));
         // a pending refill belongs to the old bucket: cancel it and release what it held
         s.refill_gen = s.refill_gen.wrapping_add(1);
@@ -302,6 +347,7 @@ impl CpuSched {
     pub fn add_pool_limit(&mut self, limit_mhz: u64, vms: &[u32]) -> u32 {
         let id = self.limiters.len() as u32;
         let bucket = TokenBucket::new(limit_mhz, self.core_mhz, self.params.limit_burst_ns, 0);
+        // called before any VM is powered on, so no vCPU is active yet
         self.limiters.push(Limiter { bucket: Some(bucket), ..Limiter::default() });
         for &vm in vms {
             self.chains[vm as usize].push(id);
@@ -312,13 +358,10 @@ impl CpuSched {
 
     /// `v` wakes with a burst of `work` ns of CPU to do.
     pub fn wake(&mut self, v: u32, work: Time, now: Time, q: &mut EventQueue) {
-        let floor = self.vclock - self.params.wake_credit_ns as f64;
         let vc = &mut self.vcpus[v as usize];
         debug_assert!(matches!(vc.state, VcpuState::Idle | VcpuState::Wait));
         vc.work_left = work.max(1);
-        if vc.key < floor {
-            vc.key = floor.max(0.0);
-        }
+        self.place_key(v, now);
         self.set_state(v, now, VcpuState::Ready);
         self.place(v, now, q);
     }
@@ -399,12 +442,8 @@ impl CpuSched {
     /// Give free pCPU `p` the ready vCPU with the lowest key on the host (pulling it from
     /// another pCPU's queue if need be), or leave `p` idle.
     fn dispatch(&mut self, p: u32, now: Time, q: &mut EventQueue) {
-        while let Some((qp, key)) = self.queues.best() {
+        while let Some((qp, _)) = self.queues.best() {
             let v = self.queues.pop(qp).expect("best queue is not empty");
-            // the virtual clock follows the lowest queued key, like CFS's min_vruntime
-            if key > self.vclock {
-                self.vclock = key;
-            }
             if let Some(l) = self.throttled(self.vcpus[v as usize].vm, now) {
                 self.hold(v, l, now, q);
                 continue;
@@ -435,18 +474,20 @@ impl CpuSched {
         let mut slice = self.params.quantum_ns.min(vc.work_left);
         let chain: &[u32] = if self.limited[vc.vm as usize] { &self.chains[vc.vm as usize] } else { &[] };
         for &l in chain {
-            let lim = &mut self.limiters[l as usize];
-            lim.running += 1;
+            let lim = &self.limiters[l as usize];
             if let Some(b) = &lim.bucket {
-                // siblings running under the same limit draw from the same bucket
-                let allowance = (b.tokens / lim.running as f64).ceil().max(1.0) as Time;
+                // the vCPUs a bucket binds share its tokens in proportion to their weights
+                let part = vc.weight / lim.active_w.max(vc.weight);
+                let allowance = (b.tokens * part).ceil().max(1.0) as Time;
                 slice = slice.min(allowance);
             }
         }
         let (run_key, run_inv_weight) = (vc.key, vc.inv_weight);
+        self.clock.run_from(now);
         let pc = &mut self.pcpus[p as usize];
         pc.running = v;
         pc.slice_start = now;
+        pc.key_mark = now;
         pc.run_key0 = run_key - ns_f(now) * run_inv_weight;
         pc.run_inv_weight = run_inv_weight;
         q.set_timer(p, now + slice, Event::SliceEnd { pcpu: p });
@@ -459,14 +500,15 @@ impl CpuSched {
         let pc = &mut self.pcpus[p as usize];
         let v = pc.running;
         let ran = now - pc.slice_start;
+        let mark = pc.key_mark;
         pc.running = NONE;
+        self.clock.charge(mark, now);
         let vc = &mut self.vcpus[v as usize];
-        vc.key += ns_f(ran) * vc.inv_weight;
+        vc.key += ns_f(now - mark) * vc.inv_weight;
         vc.work_left = vc.work_left.saturating_sub(ran);
         let chain: &[u32] = if self.limited[vc.vm as usize] { &self.chains[vc.vm as usize] } else { &[] };
         for &l in chain {
             let lim = &mut self.limiters[l as usize];
-            lim.running -= 1;
             if let Some(b) = &mut lim.bucket {
                 b.refill(now);
                 b.tokens -= ns_f(ran);
@@ -570,6 +612,7 @@ impl CpuSched {
     fn release_held(&mut self, l: u32, now: Time, q: &mut EventQueue) {
         let held = std::mem::take(&mut self.limiters[l as usize].held);
         for v in held {
+            self.place_key(v, now);
             self.set_state(v, now, VcpuState::Ready);
             self.place(v, now, q);
         }
@@ -591,9 +634,62 @@ impl CpuSched {
         }
     }
 
-    /// Set the weight (entitlement in pCPUs) of vCPU `v`.
-    pub fn set_weight(&mut self, v: u32, weight_pcpus: f64) {
-        self.vcpus[v as usize].inv_weight = 1.0 / weight_pcpus.max(MIN_WEIGHT);
+    /// Set every vCPU's weight (pCPUs) at `now`: `weight(v)`. Every key is rescaled so that its
+    /// lag in CPU time survives the change, clamped to `max_lag_ns`, and rebased so that the
+    /// fair clock reads zero; the run queues, the clock's sums and the limiters' active weights
+    /// are rebuilt from scratch, which also clears their float drift.
+    pub fn set_weights(&mut self, now: Time, weight: impl Fn(u32) -> f64) {
+        let clock = self.clock.value(now);
+        // charge running vCPUs up to now, so that every key is current (the clock's sums are
+        // rebuilt below)
+        for p in 0..self.pcpus.len() {
+            let pc = &mut self.pcpus[p];
+            if pc.running != NONE {
+                let vc = &mut self.vcpus[pc.running as usize];
+                vc.key += ns_f(now - pc.key_mark) * vc.inv_weight;
+                pc.key_mark = now;
+            }
+        }
+        let max_lag = self.params.max_lag_ns as f64;
+        for (v, vc) in self.vcpus.iter_mut().enumerate() {
+            let w = weight(v as u32).max(MIN_WEIGHT);
+            let lag = ((clock - vc.key) * vc.weight).clamp(-max_lag, max_lag);
+            vc.weight = w;
+            vc.inv_weight = 1.0 / w;
+            vc.key = -lag * vc.inv_weight;
+        }
+        self.clock.reset(0.0);
+        for l in &mut self.limiters {
+            l.active_w = 0.0;
+        }
+        for vc in &self.vcpus {
+            if RUNNABLE[vc.state as usize] {
+                self.clock.join(vc.weight, vc.key);
+            }
+            if self.limited[vc.vm as usize] && ACTIVE[vc.state as usize] {
+                for &l in &self.chains[vc.vm as usize] {
+                    self.limiters[l as usize].active_w += vc.weight;
+                }
+            }
+        }
+        let now_f = ns_f(now);
+        for pc in &mut self.pcpus {
+            if pc.running != NONE {
+                let vc = &self.vcpus[pc.running as usize];
+                self.clock.run_from(now);
+                pc.run_key0 = vc.key - now_f * vc.inv_weight;
+                pc.run_inv_weight = vc.inv_weight;
+            }
+        }
+        for (p, v) in self.queues.drain() {
+            self.seq += 1;
+            self.queues.push(p, self.vcpus[v as usize].key, self.seq, v);
+        }
+    }
+
+    /// The fair clock's reading now, in virtual ns.
+    pub fn clock(&self, now: Time) -> f64 {
+        self.clock.value(now)
     }
 
     /// Number of vCPUs queued or held (READY or MLMTD).

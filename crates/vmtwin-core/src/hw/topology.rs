@@ -107,9 +107,14 @@ impl Topology {
         self.pcpus.is_empty()
     }
 
-    /// Schedulable capacity in MHz: every logical processor at the core clock. Hyperthread
-    /// contention is not modelled yet (see the scheduler's known gaps).
+    /// Number of cores.
+    pub fn cores(&self) -> usize {
+        self.pcpus.len() / self.threads_per_core as usize
+    }
+
+    /// Schedulable capacity in MHz: every core at the core clock. A hyperthread adds no
+    /// capacity until hyperthreading is modelled (its own issue).
     pub fn capacity_mhz(&self) -> u64 {
-        self.pcpus.len() as u64 * self.core_mhz
+        self.cores() as u64 * self.core_mhz
     }
 }

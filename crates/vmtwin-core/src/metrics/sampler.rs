@@ -31,8 +31,10 @@ pub struct VmRow {
     pub limit_mhz: Option<u64>,
     /// latest entitlement MHz
     pub entitlement_mhz: f64,
-    /// latest demand estimate MHz
+    /// the workload's true demand over the interval, MHz
     pub demand_mhz: f64,
+    /// the scheduler's latest demand estimate, MHz
+    pub demand_est_mhz: f64,
     /// power-on time, if powered on
     pub powered_on_at: Option<Time>,
 }
@@ -128,6 +130,7 @@ fn vm_row(t: f64, vm: u32, r: &VmRow, pct: &Pct, used_mhz: f64) -> Vec<(&'static
         ("used_mhz", Value::F64(used_mhz)),
         ("entitlement_mhz", Value::F64(r.entitlement_mhz)),
         ("demand_mhz", Value::F64(r.demand_mhz)),
+        ("demand_est_mhz", Value::F64(r.demand_est_mhz)),
         ("shares", Value::U32(r.shares)),
         ("reservation_mhz", Value::F64(r.reservation_mhz as f64)),
         ("limit_mhz", Value::F64(r.limit_mhz.map_or(f64::NAN, |l| l as f64))),
@@ -153,7 +156,7 @@ impl Sampler {
     /// A sampler for `vcpus` vCPUs.
     pub fn new(vcpus: usize) -> Self {
         let zero = Pct::new(&[0; STATES], 0, 1.0);
-        let r = VmRow { vcpus: 0, shares: 0, reservation_mhz: 0, limit_mhz: None, entitlement_mhz: 0.0, demand_mhz: 0.0, powered_on_at: None };
+        let r = VmRow { vcpus: 0, shares: 0, reservation_mhz: 0, limit_mhz: None, entitlement_mhz: 0.0, demand_mhz: 0.0, demand_est_mhz: 0.0, powered_on_at: None };
         Sampler {
             host: Table::with_schema(&host_row(&HostCells::default())),
             vm: Table::with_schema(&vm_row(0.0, 0, &r, &zero, 0.0)),

@@ -1,0 +1,154 @@
+//! The fair clock: the virtual time that runnable vCPUs are measured against.
+//!
+//! Each vCPU carries a virtual time `key` that grows by `dt / w` while it runs for `dt` with
+//! weight `w` (its entitlement in pCPUs, `entitlement.rs`); the scheduler runs the lowest key
+//! ([WP §2.1]: the world that has consumed least against its entitlement). Keys only mean
+//! something against a common clock, and the clock decides what sleeping costs. Here the clock
+//! `V` is the *weight-averaged key of the runnable vCPUs* (running or ready):
+//!
+//! ```text
+//!     V = sum_i w_i key_i / sum_i w_i     over runnable vCPUs i
+//! ```
+//!
+//! as in EEVDF (Stoica and Abdel-Wahab 1995; Linux's `avg_vruntime`). `w_i (V - key_i)` is vCPU
+//! i's *lag*: CPU time it is owed (positive) or owes (negative) against an ideal fluid share,
+//! and the lags of the runnable vCPUs sum to zero. Why this clock:
+//! - No vCPU can push it away from the others: a vCPU contributes `w_i key_i`, which grows by
+//!   exactly the CPU time it consumes whatever its weight, so a near-zero-entitlement VM whose
+//!   key races ahead moves `V` no more than any other VM running as long (the old clock, the
+//!   largest key ever dispatched, was driven to 1e15 by one such VM).
+//! - Waiting and idling neither bank credit nor cost a penalty: a sleeping vCPU is not part of
+//!   `V`, and on waking its lag is clamped to `max_lag_ns` of CPU either way, so however long it
+//!   slept it is owed at most that much. A vCPU that uses less than its share (a VM demanding
+//!   less than its entitlement) therefore wakes owed up to `max_lag_ns` and runs at once, which
+//!   is what lets it receive its whole demand with near-zero ready time.
+//! - Lag is bounded for every vCPU, runnable or not: the scheduler clamps every lag to
+//!   `max_lag_ns` at each entitlement update, when weights change (keys are rescaled so that a
+//!   vCPU keeps its lag in CPU time across a weight change, and rebased so that `V = 0`, which
+//!   keeps keys small and their float resolution fine).
+//!
+//! The clock is kept in O(1) per event: the sums `sum w_i` and `sum w_i key_i` change when a
+//! vCPU joins or leaves the runnable set and when its key is charged, and a running vCPU's key
+//! grows by `dt / w_i`, so its term `w_i key_i` grows by exactly the wall time `dt` it has run:
+//! the running vCPUs add `running x now - sum of their charge marks`, kept in integers. Float
+//! drift in the sums is removed when the scheduler rebuilds them at each entitlement update.
+//!
+//! # Tunables
+//! `max_lag_ns` (100 ms, research/cpu.md C3) in [`super::CpuSchedParams`].
+//!
+//! # Counters
+//! None.
+//!
+//! # Known gaps
+//! - One clock for the host: vCPUs of different resource pools are compared directly, through
+//!   weights that already carry the pool tree (`entitlement.rs`), rather than by a clock per pool.
+
+use crate::sim::Time;
+
+/// The weight-averaged virtual time of the runnable vCPUs.
+#[derive(Debug, Clone, Default)]
+pub struct FairClock {
+    /// sum of the runnable vCPUs' weights
+    w_sum: f64,
+    /// sum of weight x key over runnable vCPUs (running ones' keys as of their charge mark)
+    wk_sum: f64,
+    /// runnable vCPUs
+    count: u32,
+    /// running vCPUs
+    running: u64,
+    /// sum of the running vCPUs' charge marks (ns)
+    mark_sum: u128,
+    /// the clock when nothing is runnable: the key of the last vCPU to leave
+    idle_value: f64,
+}
+
+impl FairClock {
+    /// A vCPU with weight `w` and virtual time `key` becomes runnable.
+    #[inline]
+    pub fn join(&mut self, w: f64, key: f64) {
+        self.w_sum += w;
+        self.wk_sum += w * key;
+        self.count += 1;
+    }
+
+    /// A runnable vCPU (not running) stops being runnable.
+    #[inline]
+    pub fn leave(&mut self, w: f64, key: f64) {
+        self.count -= 1;
+        if self.count == 0 {
+            self.idle_value = key;
+            self.w_sum = 0.0;
+            self.wk_sum = 0.0;
+        } else {
+            self.w_sum -= w;
+            self.wk_sum -= w * key;
+        }
+    }
+
+    /// A runnable vCPU starts running, its key charged up to `mark`.
+    #[inline]
+    pub fn run_from(&mut self, mark: Time) {
+        self.running += 1;
+        self.mark_sum += u128::from(mark);
+    }
+
+    /// A running vCPU whose key was charged up to `mark` is charged up to `now` and stops
+    /// running (it stays runnable until it [`leave`](Self::leave)s). The caller adds
+    /// `(now - mark) / w` to its key.
+    #[inline]
+    pub fn charge(&mut self, mark: Time, now: Time) {
+        self.running -= 1;
+        self.mark_sum -= u128::from(mark);
+        self.wk_sum += (now - mark) as f64;
+    }
+
+    /// The clock at `now`.
+    #[inline]
+    pub fn value(&self, now: Time) -> f64 {
+        if self.count == 0 {
+            return self.idle_value;
+        }
+        let ran = u128::from(now) * u128::from(self.running) - self.mark_sum;
+        (self.wk_sum + ran as f64) / self.w_sum
+    }
+
+    /// Forget every runnable vCPU, keeping `value` as the clock while none is (for rebuilds).
+    pub fn reset(&mut self, value: f64) {
+        *self = FairClock { idle_value: value, ..FairClock::default() };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clock_is_the_weighted_mean_key_and_follows_running_time() {
+        let mut c = FairClock::default();
+        c.join(1.0, 10.0);
+        c.join(3.0, 2.0);
+        assert_eq!(c.value(0), 4.0);
+        // the weight-3 vCPU runs 8 ns from t=100: its key grows by 8/3, its term by 8
+        c.run_from(100);
+        assert_eq!(c.value(108), 6.0);
+        c.charge(100, 108);
+        assert_eq!(c.value(500), 6.0);
+    }
+
+    #[test]
+    fn a_tiny_weight_cannot_drag_the_clock() {
+        let mut c = FairClock::default();
+        c.join(1.0, 0.0);
+        // a 1e-9 weight vCPU that ran 50 ms has a key of 5e16; it moves the mean by ~50 ms
+        c.join(1e-9, 5e16);
+        assert!(c.value(0) < 5.1e7, "{}", c.value(0));
+    }
+
+    #[test]
+    fn empty_clock_keeps_the_last_key() {
+        let mut c = FairClock::default();
+        c.join(0.5, 7.0);
+        c.leave(0.5, 7.0);
+        assert_eq!(c.value(99), 7.0);
+    }
+}
