@@ -78,8 +78,27 @@ _FREQ_ALLOWED = "a frequency with a unit: MHz or GHz, e.g. '2600MHz' or '2.6GHz'
 _DUR_ALLOWED = "a duration with a unit: ns, us, ms, s, min or h, e.g. '50ms' or '10min'"
 
 
+# Parsed strings, per unit table and allow_bare: a scenario repeats the same few quantities
+# ("2GB", "0MHz", "20ms") on thousands of VMs, and a Decimal parse costs microseconds.
+_PARSED: dict[tuple[str, int, bool], int] = {}
+_PARSED_MAX = 65536
+
+
 def _parse(value: object, aliases: dict[str, int], allowed: str, base: str, allow_bare: bool) -> int:
     """Parse ``value`` against a unit table; return a non-negative integer in base units."""
+    if type(value) is str:
+        key = (value, id(aliases), allow_bare)
+        hit = _PARSED.get(key)
+        if hit is not None:
+            return hit
+        n = _parse_uncached(value, aliases, allowed, base, allow_bare)
+        if len(_PARSED) < _PARSED_MAX:
+            _PARSED[key] = n
+        return n
+    return _parse_uncached(value, aliases, allowed, base, allow_bare)
+
+
+def _parse_uncached(value: object, aliases: dict[str, int], allowed: str, base: str, allow_bare: bool) -> int:
     bare_hint = (
         f"{allowed} (a number without a unit is ambiguous here; only 0 may omit the unit)"
         if not allow_bare
