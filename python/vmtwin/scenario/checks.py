@@ -51,40 +51,51 @@ def _semantic_errors(sc: Scenario) -> Iterator[ScenarioError]:
         yield from _limit_errors(f"{at}.cpu", p.cpu.reservation, p.cpu.limit)
     yield from _cycle_errors(sc.resource_pools, pools)
 
-    vm_names: dict[str, str] = {}
+    # Per VM only comparisons, unless something is wrong: scenarios have tens of thousands of VMs.
+    vm_names: dict[str, tuple[int, int]] = {}  # name -> (index, count) of the entry that has it first
+    logical_cpus = h.logical_cpus
     for i, vm in enumerate(sc.vms):
-        at = f"vms[{i}]"
-        for name in vm.expanded_names():
-            if name in vm_names:
+        for name in (vm.name,) if vm.count == 1 else vm.expanded_names():
+            first = vm_names.get(name)
+            if first is None:
+                vm_names[name] = (i, vm.count)
+            else:
                 yield scenario_error(
-                    f"{at}.name", name, f"a VM name not already used (it is also {vm_names[name]})"
+                    f"vms[{i}].name", name, f"a VM name not already used (it is also {_entry_name(*first)})"
                 )
-            vm_names.setdefault(name, f"{at}.name" + (f" with count {vm.count}" if vm.count > 1 else ""))
         if vm.pool is not None and vm.pool not in pools:
-            yield scenario_error(f"{at}.pool", vm.pool, f"null or the name of a pool: {_names(pools)}")
-        if vm.vcpus > h.logical_cpus:
+            yield scenario_error(f"vms[{i}].pool", vm.pool, f"null or the name of a pool: {_names(pools)}")
+        if vm.vcpus > logical_cpus:
             yield scenario_error(
-                f"{at}.vcpus", vm.vcpus, f"an integer from 1 to {h.logical_cpus} (the host's logical CPUs)"
+                f"vms[{i}].vcpus", vm.vcpus, f"an integer from 1 to {logical_cpus} (the host's logical CPUs)"
             )
         if vm.memory == 0:
-            yield scenario_error(f"{at}.memory", "0B", "a positive size, e.g. '4GB'")
+            yield scenario_error(f"vms[{i}].memory", "0B", "a positive size, e.g. '4GB'")
         if vm.power_on > sc.duration:
             yield scenario_error(
-                f"{at}.power_on",
+                f"vms[{i}].power_on",
                 _units.format_duration(vm.power_on),
                 f"a time within the run, at most {_units.format_duration(sc.duration)}",
             )
-        yield from _limit_errors(f"{at}.cpu", vm.cpu.reservation, vm.cpu.limit)
+        cpu = vm.cpu
+        if cpu.limit is not None and cpu.reservation > cpu.limit:
+            yield from _limit_errors(f"vms[{i}].cpu", cpu.reservation, cpu.limit)
         w = vm.workload
         if isinstance(w, CpuBound) and w.burst == 0:
-            yield scenario_error(f"{at}.workload.burst", "0ns", "a positive duration, e.g. '20ms'")
+            yield scenario_error(f"vms[{i}].workload.burst", "0ns", "a positive duration, e.g. '20ms'")
         if isinstance(w, TraceWorkload):
+            at = f"vms[{i}]"
             if w.burst == 0:
                 yield scenario_error(f"{at}.workload.burst", "0ns", "a positive duration, e.g. '10ms'")
             if w.format == "bitbrains" and w.vm_id is None:
                 yield scenario_error(f"{at}.workload.vm_id", None, "a Bitbrains VM id (required for format bitbrains)")
             if w.format == "planetlab" and w.vm_id is not None:
                 yield scenario_error(f"{at}.workload.vm_id", w.vm_id, "no vm_id for format planetlab (one VM per file)")
+
+
+def _entry_name(i: int, count: int) -> str:
+    """How an error names the VM entry that already has a name: ``vms[3].name with count 10``."""
+    return f"vms[{i}].name" + (f" with count {count}" if count > 1 else "")
 
 
 def _names(names: dict[str, int]) -> str:
@@ -102,15 +113,34 @@ def _limit_errors(at: str, reservation: int, limit: Optional[int]) -> Iterator[S
 
 def _cycle_errors(pools: list[ResourcePool], index: dict[str, int]) -> Iterator[ScenarioError]:
     parent = {p.name: p.parent for p in pools}
+    if len(parent) == len(pools) and not _has_cycle(parent):
+        return  # the usual case, in one pass over the pools; the walk below is per pool
     for i, p in enumerate(pools):
         chain = [p.name]
+        on_chain = {p.name}
         cur = p.parent
         while cur is not None and cur in parent:
             if cur == p.name:
                 loop = " -> ".join(chain + [cur])
                 yield scenario_error(f"resource_pools[{i}].parent", p.parent, f"a pool that is not its own ancestor (cycle {loop})")
                 return  # one report per cycle is enough
-            if cur in chain:  # a cycle further up; it is reported at its own pools
+            if cur in on_chain:  # a cycle further up; it is reported at its own pools
                 break
             chain.append(cur)
+            on_chain.add(cur)
             cur = parent[cur]
+
+
+def _has_cycle(parent: dict[str, Optional[str]]) -> bool:
+    """Does following ``parent`` from some name come back to it? Each name is visited once."""
+    done: set[str] = set()  # names whose walk up ends (at null, an unknown name or a done name)
+    for start in parent:
+        path: set[str] = set()
+        cur: Optional[str] = start
+        while cur is not None and cur in parent and cur not in done:
+            if cur in path:
+                return True
+            path.add(cur)
+            cur = parent[cur]
+        done |= path
+    return False

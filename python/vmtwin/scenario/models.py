@@ -19,6 +19,7 @@ from pydantic import (
 from vmtwin import traces as _trace_io
 from vmtwin import units as _units
 from vmtwin.exceptions import ScenarioError, scenario_error
+from vmtwin.scenario._gc import gc_paused
 from vmtwin.scenario.checks import _semantic_errors
 from vmtwin.scenario.errors import _prefixed
 from vmtwin.scenario.fields import (
@@ -259,6 +260,7 @@ class Scenario(_Model):
 
     # -- outputs ---------------------------------------------------------------------------
 
+    @gc_paused()  # thousands of VMs: see vmtwin.scenario._gc
     def to_engine_spec(self) -> dict:
         """The normalized engine spec of ``docs/reference/engine-contract.md``.
 
@@ -300,20 +302,20 @@ class Scenario(_Model):
         vms = []
         for i, vm in enumerate(self.vms):
             workload = _workload_spec(vm.workload, traces.get(i))
-            for name in vm.expanded_names():
-                vms.append(
-                    {
-                        "name": name,
-                        "pool": vm.pool,
-                        "vcpus": vm.vcpus,
-                        "memory_bytes": vm.memory,
-                        "shares": _resolve_shares(vm.cpu.shares, VM_SHARES_PER_VCPU, vm.vcpus),
-                        "reservation_mhz": vm.cpu.reservation,
-                        "limit_mhz": vm.cpu.limit,
-                        "power_on_ns": vm.power_on,
-                        "workload": workload,
-                    }
-                )
+            entry = {
+                "pool": vm.pool,
+                "vcpus": vm.vcpus,
+                "memory_bytes": vm.memory,
+                "shares": _resolve_shares(vm.cpu.shares, VM_SHARES_PER_VCPU, vm.vcpus),
+                "reservation_mhz": vm.cpu.reservation,
+                "limit_mhz": vm.cpu.limit,
+                "power_on_ns": vm.power_on,
+                "workload": workload,
+            }
+            if vm.count == 1:
+                vms.append({"name": vm.name, **entry})
+            else:
+                vms.extend({"name": name, **entry} for name in vm.expanded_names())
         return {
             "seed": self.seed,
             "duration_ns": self.duration,
@@ -355,22 +357,32 @@ def _resolve_shares(shares: Union[str, int], levels: dict[str, int], vcpus: int)
 
 
 def _parents_first(pools: list[ResourcePool]) -> list[ResourcePool]:
-    """Order pools so each parent precedes its children, keeping file order otherwise."""
-    done: set[str] = set()
-    out: list[ResourcePool] = []
-    pending = list(pools)
-    while pending:
-        rest = []
-        for p in pending:
-            if p.parent is None or p.parent in done:
-                out.append(p)
-                done.add(p.name)
-            else:
-                rest.append(p)
-        if len(rest) == len(pending):  # pragma: no cover - cycles are rejected by validation
-            raise RuntimeError("resource pool cycle")
-        pending = rest
-    return out
+    """Order pools so each parent precedes its children, keeping file order otherwise.
+
+    The order of repeated passes over the file that each take every pool whose parent is
+    already taken: a pool is taken in its parent's pass when it comes after its parent in the
+    file, else in the next one. Computed in one walk (passes would be quadratic in the depth).
+    """
+    index = {p.name: i for i, p in enumerate(pools)}
+    if len(index) != len(pools):  # pragma: no cover - duplicate names are rejected by validation
+        raise RuntimeError("duplicate resource pool name")
+    rank = [0] * len(pools)  # pass (from 1) in which each pool is taken; 0 = not known yet
+    for i in range(len(pools)):
+        path = []  # pools above i whose pass is not known yet, nearest first
+        j = i
+        while rank[j] == 0:
+            parent = pools[j].parent
+            if parent is None:
+                rank[j] = 1
+                break
+            if parent not in index or len(path) > len(pools):  # pragma: no cover - rejected by validation
+                raise RuntimeError("resource pool cycle")
+            path.append(j)
+            j = index[parent]
+        for j in reversed(path):
+            k = index[pools[j].parent]  # type: ignore[index]
+            rank[j] = rank[k] if k < j else rank[k] + 1
+    return [pools[i] for i in sorted(range(len(pools)), key=lambda i: (rank[i], i))]
 
 
 def _workload_spec(w: Any, trace: Optional[_trace_io.Trace]) -> dict:
