@@ -27,7 +27,7 @@ from typing import Iterator
 
 from vmtwin.exceptions import scenario_error
 
-__all__ = ["Trace", "PLANETLAB_SAMPLE_NS", "read_planetlab", "read_bitbrains", "bitbrains_vm_ids"]
+__all__ = ["Trace", "TraceReader", "PLANETLAB_SAMPLE_NS", "read_planetlab", "read_bitbrains", "bitbrains_vm_ids"]
 
 #: PlanetLab/CoMon sampling period: 5 minutes.
 PLANETLAB_SAMPLE_NS = 300 * 10**9
@@ -170,51 +170,94 @@ def read_bitbrains(folder: str | Path, vm_id: int) -> Trace:
         Missing folder or files, unknown VM id (the message lists a few valid ids), or a fragment
         with a non-positive duration or a non-finite usage (the message names the row).
     """
-    d = Path(folder)
-    if not d.is_dir():
-        raise scenario_error(str(d), str(d), "an existing Bitbrains tasks-fragments folder")
-    tasks, frags = _bitbrains_tables(d)
-    ids = tasks.column("id").to_pylist()
-    try:
-        row = ids.index(vm_id)
-    except ValueError:
-        some = ", ".join(str(i) for i in sorted(ids)[:8])
-        raise scenario_error(
-            f"{d / 'tasks.parquet'}", vm_id, f"a VM id present in the trace ({len(ids)} VMs, e.g. {some})"
-        ) from None
-    capacity = float(tasks.column("cpu_capacity")[row].as_py())
-    cpu_count = int(tasks.column("cpu_count")[row].as_py())
-    if not capacity > 0:
-        raise scenario_error(f"{d / 'tasks.parquet'} (id {vm_id})", capacity, "a positive cpu_capacity in MHz")
+    return _BitbrainsFolder(Path(folder)).trace(vm_id)
 
-    import pyarrow.compute as pc
 
-    mask = pc.equal(frags.column("id"), vm_id)
-    # Row numbers in the file, so an error can point at the offending fragment.
-    rows = pc.indices_nonzero(mask).to_pylist()
-    durations = pc.filter(frags.column("duration"), mask).to_pylist()
-    usage = pc.filter(frags.column("cpu_usage"), mask).to_pylist()
-    if not durations:
-        raise scenario_error(f"{d / 'fragments.parquet'}", vm_id, "a VM id with at least one fragment")
-    seg: list[int] = []
-    util: list[float] = []
-    clamped = 0
-    for r, dur_ms, mhz in zip(rows, durations, usage):
-        where = f"{d / 'fragments.parquet'} row {r}"
-        if dur_ms is None or dur_ms <= 0:
-            raise scenario_error(where, dur_ms, "a positive fragment duration in ms")
-        if mhz is None or not math.isfinite(mhz):
-            raise scenario_error(where, mhz, "a finite cpu_usage in MHz")
-        frac = mhz / capacity
-        if frac > 1.0 or frac < 0.0:
-            clamped += 1
-            frac = min(1.0, max(0.0, frac))
-        seg.append(int(dur_ms) * _MS)
-        util.append(frac)
-    return Trace(
-        seg,
-        util,
-        source=f"{d} (vm_id {vm_id})",
-        clamped=clamped,
-        meta={"cpu_count": cpu_count, "cpu_capacity_mhz": capacity, "fragments": len(seg)},
-    )
+class _BitbrainsFolder:
+    """One ``tasks-fragments`` folder read once, for reading the traces of many of its VMs."""
+
+    def __init__(self, d: Path) -> None:
+        if not d.is_dir():
+            raise scenario_error(str(d), str(d), "an existing Bitbrains tasks-fragments folder")
+        self.dir = d
+        self.tasks, self.frags = _bitbrains_tables(d)
+        self.ids = self.tasks.column("id").to_pylist()
+        self.row = {}
+        for r, i in enumerate(self.ids):
+            self.row.setdefault(i, r)  # the first row, as list.index finds it
+
+    def trace(self, vm_id: int) -> Trace:
+        d, tasks, frags, ids = self.dir, self.tasks, self.frags, self.ids
+        row = self.row.get(vm_id)
+        if row is None:
+            some = ", ".join(str(i) for i in sorted(ids)[:8])
+            raise scenario_error(
+                f"{d / 'tasks.parquet'}", vm_id, f"a VM id present in the trace ({len(ids)} VMs, e.g. {some})"
+            )
+        capacity = float(tasks.column("cpu_capacity")[row].as_py())
+        cpu_count = int(tasks.column("cpu_count")[row].as_py())
+        if not capacity > 0:
+            raise scenario_error(f"{d / 'tasks.parquet'} (id {vm_id})", capacity, "a positive cpu_capacity in MHz")
+
+        import pyarrow.compute as pc
+
+        mask = pc.equal(frags.column("id"), vm_id)
+        # Row numbers in the file, so an error can point at the offending fragment.
+        rows = pc.indices_nonzero(mask).to_pylist()
+        durations = pc.filter(frags.column("duration"), mask).to_pylist()
+        usage = pc.filter(frags.column("cpu_usage"), mask).to_pylist()
+        if not durations:
+            raise scenario_error(f"{d / 'fragments.parquet'}", vm_id, "a VM id with at least one fragment")
+        seg: list[int] = []
+        util: list[float] = []
+        clamped = 0
+        for r, dur_ms, mhz in zip(rows, durations, usage):
+            if dur_ms is None or dur_ms <= 0:
+                raise scenario_error(f"{d / 'fragments.parquet'} row {r}", dur_ms, "a positive fragment duration in ms")
+            if mhz is None or not math.isfinite(mhz):
+                raise scenario_error(f"{d / 'fragments.parquet'} row {r}", mhz, "a finite cpu_usage in MHz")
+            frac = mhz / capacity
+            if frac > 1.0 or frac < 0.0:
+                clamped += 1
+                frac = min(1.0, max(0.0, frac))
+            seg.append(int(dur_ms) * _MS)
+            util.append(frac)
+        return Trace(
+            seg,
+            util,
+            source=f"{d} (vm_id {vm_id})",
+            clamped=clamped,
+            meta={"cpu_count": cpu_count, "cpu_capacity_mhz": capacity, "fragments": len(seg)},
+        )
+
+
+class TraceReader:
+    """Reads each trace once: many VMs of a scenario often replay the same file or folder.
+
+    ``reader.planetlab(path)`` and ``reader.bitbrains(folder, vm_id)`` behave as
+    :func:`read_planetlab` and :func:`read_bitbrains` (same results, same errors), but a second
+    request for the same trace returns the same :class:`Trace`, and a Bitbrains folder's Parquet
+    files are read once for all of its VMs.
+    """
+
+    def __init__(self) -> None:
+        self._traces: dict[tuple, Trace] = {}
+        self._folders: dict[Path, _BitbrainsFolder] = {}
+
+    def planetlab(self, path: str | Path) -> Trace:
+        key = ("planetlab", Path(path))
+        tr = self._traces.get(key)
+        if tr is None:
+            tr = self._traces[key] = read_planetlab(path)
+        return tr
+
+    def bitbrains(self, folder: str | Path, vm_id: int) -> Trace:
+        d = Path(folder)
+        key = ("bitbrains", d, vm_id)
+        tr = self._traces.get(key)
+        if tr is None:
+            f = self._folders.get(d)
+            if f is None:
+                f = self._folders[d] = _BitbrainsFolder(d)
+            tr = self._traces[key] = f.trace(vm_id)
+        return tr

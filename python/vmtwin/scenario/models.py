@@ -234,6 +234,8 @@ class Scenario(_Model):
         dict[int, Trace]
             The raw traces (before offset/speedup) keyed by index in :attr:`vms`.
         """
+        reader = _trace_io.TraceReader()  # VMs replaying the same trace share one read
+        total_ns: dict[int, int] = {}  # id(trace) -> its length
         for i, vm in enumerate(self.vms):
             w = vm.workload
             if not isinstance(w, TraceWorkload) or i in self._trace_cache:
@@ -244,16 +246,19 @@ class Scenario(_Model):
                 p = self.base_dir / p
             try:
                 if w.format == "planetlab":
-                    tr = _trace_io.read_planetlab(p)
+                    tr = reader.planetlab(p)
                 else:
-                    tr = _trace_io.read_bitbrains(p, w.vm_id)
+                    tr = reader.bitbrains(p, w.vm_id)
             except ScenarioError as exc:
                 raise _prefixed(where, exc) from None
-            if w.offset >= tr.total_ns:
+            length = total_ns.get(id(tr))
+            if length is None:
+                length = total_ns[id(tr)] = tr.total_ns
+            if w.offset >= length:
                 raise scenario_error(
                     f"vms[{i}].workload.offset",
                     _units.format_duration(w.offset),
-                    f"less than the trace's length, {_units.format_duration(tr.total_ns)}",
+                    f"less than the trace's length, {_units.format_duration(length)}",
                 )
             self._trace_cache[i] = tr
         return self._trace_cache
@@ -300,8 +305,17 @@ class Scenario(_Model):
             for p in _parents_first(self.resource_pools)
         ]
         vms = []
+        shaped: dict[tuple, dict] = {}  # VMs replaying the same trace the same way share one spec
         for i, vm in enumerate(self.vms):
-            workload = _workload_spec(vm.workload, traces.get(i))
+            w = vm.workload
+            if isinstance(w, TraceWorkload):
+                tr = traces.get(i)
+                key = (id(tr), w.offset, w.speedup, w.burst, w.loop)
+                workload = shaped.get(key)
+                if workload is None:
+                    workload = shaped[key] = _workload_spec(w, tr)
+            else:
+                workload = _workload_spec(w, None)
             entry = {
                 "pool": vm.pool,
                 "vcpus": vm.vcpus,
