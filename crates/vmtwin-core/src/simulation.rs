@@ -437,12 +437,12 @@ impl Simulation {
             })
             .collect();
         let ent = self.pools.entitlements(&claims, self.topo.capacity_mhz() as f64);
-        let mut per_vcpu = vec![0.0; self.sched.vcpus.len()];
+        let mut per_vcpu = vec![(0.0, 0.0); self.sched.vcpus.len()];
         for (i, v) in self.vms.iter_mut().enumerate() {
             v.entitlement_mhz = ent[i].mhz;
             v.demand_est_mhz = claims[i].demand_mhz;
-            let w = ent[i].weight_mhz / v.vcpus as f64 / core;
-            per_vcpu[v.first_vcpu as usize..(v.first_vcpu + v.vcpus) as usize].fill(w);
+            let per = v.vcpus as f64 * core;
+            per_vcpu[v.first_vcpu as usize..(v.first_vcpu + v.vcpus) as usize].fill((ent[i].weight_mhz / per, ent[i].mhz / per));
         }
         self.sched.set_weights(self.now, |v| per_vcpu[v as usize]);
     }

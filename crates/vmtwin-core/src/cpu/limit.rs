@@ -1,23 +1,29 @@
 //! CPU limits as a token bucket per VM.
 //!
-//! A limit of `L` MHz on a host whose cores run at `f` MHz lets the VM consume `L/f` pCPU-ns per
-//! ns of wall time. Tokens (pCPU-ns) accrue at that rate up to a depth of `limit_burst_ns` of
-//! accrual, and every ns a vCPU of the VM runs spends one token. When the bucket holds less than
-//! [`LIMIT_MIN_SLICE_NS`] the VM is throttled: its ready vCPUs wait in the MLMTD state (esxtop
-//! %MLMTD, counted inside %RDY) until the bucket refills to that level (research/cpu.md C5).
-//! Slices already running may overdraw by at most one slice each; the debt is repaid before the
-//! VM runs again, so the long-run rate never exceeds the limit.
+//! A limit of `L` MHz on a host whose cores run at `f` MHz lets the VM (or every VM below a
+//! resource pool) consume `L/f` pCPU-ns per ns of wall time. Tokens (pCPU-ns) accrue at that
+//! rate up to a depth of `limit_burst_ns` of accrual, and every ns a vCPU bound by the bucket runs
+//! spends one token. A bucket starts holding [`LIMIT_MIN_SLICE_NS`], not full, so a limited VM
+//! does not start with a burst above its limit. When the bucket holds less than
+//! [`LIMIT_MIN_SLICE_NS`] its VMs are throttled: their ready vCPUs wait in the MLMTD state (esxtop
+//! %MLMTD, counted inside %RDY) until the bucket refills to that level (research/cpu.md C5). The
+//! vCPUs a bucket binds share its tokens in proportion to their weights (`sched.rs`), so inside a
+//! limited pool CPU is split by the children's shares and reservations. A throttled vCPU may
+//! still run on a pCPU that would otherwise idle, into at most [`LIMIT_BORROW_NS`] of debt.
+//! Slices already running may overdraw by at most one slice each; any debt is repaid before
+//! the VM runs again, so the long-run rate never exceeds the limit.
 //!
 //! # Tunables
 //! `limit_burst_ns` (bucket depth as wall time at the limit rate, default 100 ms, C5) in
-//! [`super::CpuSchedParams`]; [`LIMIT_MIN_SLICE_NS`] (1 ms, chosen).
+//! [`super::CpuSchedParams`]; [`LIMIT_MIN_SLICE_NS`] (1 ms, chosen); [`LIMIT_BORROW_NS`] (1 ms,
+//! chosen).
 //!
 //! # Counters
 //! %MLMTD per vCPU and VM (time held back by the limit), sampled by `metrics/`.
 //!
 //! # Known gaps
-//! - One bucket per VM; limits on resource pools shape entitlement (`pools.rs`) but are not
-//!   enforced by a bucket of their own.
+//! - Over a window of length `T` a bucket lets through at most `rate x T` plus its depth: ESX's
+//!   own averaging window for limits is not documented in the seeds.
 
 use crate::sim::{ns_f, Time, NS_PER_MS};
 
@@ -25,6 +31,11 @@ use crate::sim::{ns_f, Time, NS_PER_MS};
 /// short enough to keep limited VMs smooth, long enough that a throttled VM is not woken for
 /// slivers of CPU.
 pub const LIMIT_MIN_SLICE_NS: f64 = NS_PER_MS as f64;
+
+/// Most debt a throttled vCPU may run into on a pCPU that would otherwise idle, in pCPU-ns. 1 ms:
+/// chosen, enough to fill the gaps between limited VMs' refills, small enough that a limit is
+/// never exceeded by more than this over any window.
+pub const LIMIT_BORROW_NS: f64 = NS_PER_MS as f64;
 
 /// One VM's limit bucket.
 #[derive(Debug, Clone)]
@@ -40,11 +51,17 @@ pub struct TokenBucket {
 }
 
 impl TokenBucket {
-    /// A full bucket for `limit_mhz` on cores of `core_mhz`.
+    /// A bucket for `limit_mhz` on cores of `core_mhz`, holding just enough to run.
     pub fn new(limit_mhz: u64, core_mhz: u64, burst_ns: Time, now: Time) -> Self {
         let rate = limit_mhz as f64 / core_mhz as f64;
         let depth = (rate * burst_ns as f64).max(LIMIT_MIN_SLICE_NS);
-        TokenBucket { rate, depth, tokens: depth, updated: now }
+        TokenBucket { rate, depth, tokens: LIMIT_MIN_SLICE_NS, updated: now }
+    }
+
+    /// Tokens there would be at `now`, without accruing them.
+    #[inline]
+    pub fn tokens_at(&self, now: Time) -> f64 {
+        (self.tokens + ns_f(now.saturating_sub(self.updated)) * self.rate).min(self.depth)
     }
 
     /// Accrue tokens up to `now`.

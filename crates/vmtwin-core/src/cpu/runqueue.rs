@@ -148,6 +148,12 @@ impl QueueSet {
         (k != NO_HEAD).then(|| (id_of(k), key_of(k)))
     }
 
+    /// The vCPU at the head of pCPU `p`'s queue.
+    #[inline]
+    pub fn head(&self, p: u32) -> Option<u32> {
+        self.queues[p as usize].head().map(id_of)
+    }
+
     /// Empty every queue, returning `(pCPU, vCPU)` pairs queue by queue, head first (so that
     /// pushing them back with new keys keeps ties in their old order).
     pub fn drain(&mut self) -> Vec<(u32, u32)> {

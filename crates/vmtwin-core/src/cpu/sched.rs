@@ -48,7 +48,7 @@
 //! - A VM's weight is split evenly over its vCPUs, whatever each vCPU demands.
 
 use super::clock::FairClock;
-use super::limit::TokenBucket;
+use super::limit::{TokenBucket, LIMIT_BORROW_NS};
 use super::params::CpuSchedParams;
 use super::runqueue::QueueSet;
 use crate::hw::Topology;
@@ -57,6 +57,9 @@ use crate::sim::{ns_f, Event, EventQueue, Time};
 /// Lowest weight a vCPU can have, in pCPUs (a few Hz): a VM whose entitlement is zero (the
 /// host fully reserved by others) still has a finite virtual-time rate.
 const MIN_WEIGHT: f64 = 1e-9;
+
+/// A vCPU whose entitlement is at least this many pCPUs is entitled to a whole pCPU.
+const FULL_PCPU: f64 = 1.0 - 1e-6;
 
 /// States in which a vCPU competes for a pCPU and counts in the fair clock.
 const RUNNABLE: [bool; STATES] = [true, true, false, false, false, false];
@@ -105,6 +108,8 @@ pub struct Vcpu {
     pub weight: f64,
     /// 1 / weight, kept because charging multiplies by it on every slice
     pub inv_weight: f64,
+    /// its entitlement is a whole pCPU (see `displaceable`)
+    pub full: bool,
     /// current or last pCPU
     pub pcpu: u32,
     /// CPU work left in the current burst, ns
@@ -137,6 +142,8 @@ struct Pcpu {
     /// `key(now) = run_key0 + now * run_inv_weight` (one multiply-add per pCPU scanned)
     run_key0: f64,
     run_inv_weight: f64,
+    /// the running vCPU is entitled to a whole pCPU
+    run_full: bool,
 }
 
 /// A CPU limit being enforced: a VM's own, or a resource pool's (shared by every VM below it).
@@ -189,6 +196,8 @@ pub struct CpuSched {
     idle: Vec<bool>,
     idle_count: usize,
     clock: FairClock,
+    /// vCPUs held by limits, over all limiters
+    held_count: usize,
     seq: u64,
     core_mhz: u64,
 }
@@ -211,6 +220,7 @@ impl CpuSched {
                     key: 0.0,
                     weight: 1.0,
                     inv_weight: 1.0,
+                    full: false,
                     // spread first placements round-robin over the host
                     pcpu: (vcpus.len() % n) as u32,
                     work_left: 0,
@@ -245,6 +255,7 @@ impl CpuSched {
             idle: vec![true; n],
             idle_count: n,
             clock: FairClock::default(),
+            held_count: 0,
             seq: 0,
             core_mhz: topo.core_mhz,
         }
@@ -380,8 +391,10 @@ impl CpuSched {
             return;
         }
         // preempt the running vCPU furthest ahead in virtual time in the waker's LLC, if far
-        // enough ahead (intra-LLC moves are the cheap ones, [WP §3.3])
+        // enough ahead (intra-LLC moves are the cheap ones, [WP §3.3]); a vCPU entitled to a
+        // whole pCPU is displaced only by another such vCPU (see `displaceable`)
         let key = self.vcpus[v as usize].key + self.params.wake_preempt_margin_ns as f64;
+        let waker_full = self.vcpus[v as usize].full;
         let mut victim = NONE;
         let mut worst = key;
         let llc = self.llc_of[last as usize] as usize;
@@ -391,7 +404,7 @@ impl CpuSched {
         for (p, pc) in self.pcpus[lo..hi].iter().enumerate() {
             debug_assert!(pc.running != NONE);
             let eff = pc.run_key0 + now_f * pc.run_inv_weight;
-            if eff > worst {
+            if eff > worst && (waker_full || !pc.run_full) {
                 worst = eff;
                 victim = (p + lo) as u32;
             }
@@ -451,6 +464,13 @@ impl CpuSched {
             self.start(p, v, now, q);
             return;
         }
+        if self.held_count > 0 {
+            if let Some(v) = self.borrower(now) {
+                self.place_key(v, now);
+                self.start(p, v, now, q);
+                return;
+            }
+        }
         if !self.idle[p as usize] {
             self.idle[p as usize] = true;
             self.idle_count += 1;
@@ -478,11 +498,13 @@ impl CpuSched {
             if let Some(b) = &lim.bucket {
                 // the vCPUs a bucket binds share its tokens in proportion to their weights
                 let part = vc.weight / lim.active_w.max(vc.weight);
-                let allowance = (b.tokens * part).ceil().max(1.0) as Time;
+                // a vCPU started from a held list on an otherwise idle pCPU may borrow
+                let tokens = if b.exhausted() { b.tokens + LIMIT_BORROW_NS } else { b.tokens };
+                let allowance = (tokens * part).ceil().max(1.0) as Time;
                 slice = slice.min(allowance);
             }
         }
-        let (run_key, run_inv_weight) = (vc.key, vc.inv_weight);
+        let (run_key, run_inv_weight, run_full) = (vc.key, vc.inv_weight, vc.full);
         self.clock.run_from(now);
         let pc = &mut self.pcpus[p as usize];
         pc.running = v;
@@ -490,6 +512,7 @@ impl CpuSched {
         pc.key_mark = now;
         pc.run_key0 = run_key - ns_f(now) * run_inv_weight;
         pc.run_inv_weight = run_inv_weight;
+        pc.run_full = run_full;
         q.set_timer(p, now + slice, Event::SliceEnd { pcpu: p });
     }
 
@@ -543,6 +566,34 @@ impl CpuSched {
         }
     }
 
+    /// A vCPU held by a limit that may run on a pCPU that would otherwise idle, by letting its
+    /// buckets run into at most [`LIMIT_BORROW_NS`] of debt (repaid before it is released
+    /// again, so its long-run rate still never exceeds the limit): the one with the lowest key,
+    /// taken out of its limiter's held list. Limited VMs run in bursts between refills, and
+    /// without this a pCPU would idle whenever all of them are held at once although CPU is
+    /// wanted, which a fluid max-min allocation never does.
+    fn borrower(&mut self, now: Time) -> Option<u32> {
+        let mut best: Option<(f64, u32, usize)> = None;
+        for l in 0..self.limiters.len() {
+            for (i, &v) in self.limiters[l].held.iter().enumerate() {
+                let key = self.vcpus[v as usize].key;
+                if best.is_some_and(|(k, _, _)| k <= key) {
+                    continue;
+                }
+                let vm = self.vcpus[v as usize].vm as usize;
+                let ok = self.chains[vm].iter().all(|&c| {
+                    self.limiters[c as usize].bucket.as_ref().is_none_or(|b| b.tokens_at(now) > -LIMIT_BORROW_NS)
+                });
+                if ok {
+                    best = Some((key, l as u32, i));
+                }
+            }
+        }
+        let (_, l, i) = best?;
+        self.held_count -= 1;
+        Some(self.limiters[l as usize].held.remove(i))
+    }
+
     /// `v` just stopped on `p` with work left: keep running it if it is still the best choice.
     fn requeue(&mut self, p: u32, v: u32, now: Time, q: &mut EventQueue) {
         if let Some(l) = self.throttled(self.vcpus[v as usize].vm, now) {
@@ -553,13 +604,28 @@ impl CpuSched {
         }
         let key = self.vcpus[v as usize].key;
         match self.queues.best() {
-            Some((_, best)) if best < key => {
+            Some((qp, best)) if best < key && self.displaceable(v, qp) => {
                 self.set_state(v, now, VcpuState::Ready);
                 self.enqueue(p, v);
                 self.dispatch(p, now, q);
             }
             _ => self.start(p, v, now, q),
         }
+    }
+
+    /// May the head of queue `qp` take running vCPU `v`'s pCPU? Not if `v` is entitled to a
+    /// whole pCPU and the head is not: `v` could never make the time up, since it can use at
+    /// most one pCPU, while a vCPU entitled to less can wait and catch up (a limited one from
+    /// its bucket). Without this, limited VMs sharing spare capacity would take turns out of
+    /// the busy VMs' whole pCPUs whenever two of them want the spare one at once, and the busy
+    /// VMs would fall below their max-min allocation by about the overlap.
+    #[inline]
+    fn displaceable(&self, v: u32, qp: u32) -> bool {
+        if !self.vcpus[v as usize].full {
+            return true;
+        }
+        let head = self.queues.head(qp).expect("best queue is not empty");
+        self.vcpus[head as usize].full
     }
 
     /// The first limiter binding `vm` whose bucket is empty, if any.
@@ -586,6 +652,7 @@ impl CpuSched {
     /// Park ready vCPU `v` in MLMTD until limiter `l`'s bucket refills.
     fn hold(&mut self, v: u32, l: u32, now: Time, q: &mut EventQueue) {
         self.set_state(v, now, VcpuState::Mlmtd);
+        self.held_count += 1;
         let s = &mut self.limiters[l as usize];
         s.held.push(v);
         if !s.refill_pending {
@@ -611,6 +678,7 @@ impl CpuSched {
 
     fn release_held(&mut self, l: u32, now: Time, q: &mut EventQueue) {
         let held = std::mem::take(&mut self.limiters[l as usize].held);
+        self.held_count -= held.len();
         for v in held {
             self.place_key(v, now);
             self.set_state(v, now, VcpuState::Ready);
@@ -634,11 +702,11 @@ impl CpuSched {
         }
     }
 
-    /// Set every vCPU's weight (pCPUs) at `now`: `weight(v)`. Every key is rescaled so that its
+    /// Set every vCPU's weight and entitlement (pCPUs) at `now`: `share(v)` gives both. Every key is rescaled so that its
     /// lag in CPU time survives the change, clamped to `max_lag_ns`, and rebased so that the
     /// fair clock reads zero; the run queues, the clock's sums and the limiters' active weights
     /// are rebuilt from scratch, which also clears their float drift.
-    pub fn set_weights(&mut self, now: Time, weight: impl Fn(u32) -> f64) {
+    pub fn set_weights(&mut self, now: Time, share: impl Fn(u32) -> (f64, f64)) {
         let clock = self.clock.value(now);
         // charge running vCPUs up to now, so that every key is current (the clock's sums are
         // rebuilt below)
@@ -652,7 +720,9 @@ impl CpuSched {
         }
         let max_lag = self.params.max_lag_ns as f64;
         for (v, vc) in self.vcpus.iter_mut().enumerate() {
-            let w = weight(v as u32).max(MIN_WEIGHT);
+            let (w, entitled) = share(v as u32);
+            let w = w.max(MIN_WEIGHT);
+            vc.full = entitled >= FULL_PCPU;
             let lag = ((clock - vc.key) * vc.weight).clamp(-max_lag, max_lag);
             vc.weight = w;
             vc.inv_weight = 1.0 / w;
@@ -679,6 +749,7 @@ impl CpuSched {
                 self.clock.run_from(now);
                 pc.run_key0 = vc.key - now_f * vc.inv_weight;
                 pc.run_inv_weight = vc.inv_weight;
+                pc.run_full = vc.full;
             }
         }
         for (p, v) in self.queues.drain() {
