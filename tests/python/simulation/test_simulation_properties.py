@@ -28,7 +28,7 @@ def scenarios(draw):
     threads = draw(st.sampled_from([1, 2]))
     core_mhz = draw(st.sampled_from([1000, 2000, 2600]))
     logical = cores * threads
-    capacity = logical * core_mhz
+    capacity = cores * core_mhz  # a hyperthread adds no capacity until hyperthreading is modelled
     duration_ms = draw(st.integers(2000, 5000))  # may end between two samples
     with_pool = draw(st.booleans())
     pools = []
