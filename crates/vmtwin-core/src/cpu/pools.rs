@@ -12,7 +12,11 @@
 //! Entitlement is computed top-down by [`water_fill`] at every level (see `entitlement.rs`),
 //! after a bottom-up pass that gives each pool a floor (its reservation or its children's
 //! demanded floors, whichever is larger, capped by its demand) and a ceiling (its limit or its
-//! children's ceilings, whichever is smaller).
+//! children's ceilings, whichever is smaller). Scheduling weights come from a second top-down
+//! pass over *weight capacities*: a pool's is its share at its parent's water level, clamped to
+//! its floor and its children's ceilings but not to its own limit, so that, as for a VM's limit,
+//! the children of a limited pool are held back by the pool's token bucket (MLMTD) and not by
+//! low weights (READY), and share what the bucket lets through by their shares and reservations.
 //!
 //! # Tunables
 //! None: shares, reservations, limits and expandability are per pool and per VM settings.
@@ -215,6 +219,7 @@ impl PoolTree {
         // bottom-up: floor and ceiling of every pool (children have larger indices)
         let mut lo = vec![0.0; n];
         let mut hi = vec![0.0; n];
+        let mut unlimited_hi = vec![0.0; n];
         for id in (0..n).rev() {
             let p = &self.pools[id];
             let (mut child_lo, mut child_hi) = (0.0, 0.0);
@@ -229,12 +234,16 @@ impl PoolTree {
             }
             let ceiling = p.limit_mhz.map_or(child_hi, |l| child_hi.min(l as f64));
             hi[id] = ceiling;
+            unlimited_hi[id] = child_hi;
             lo[id] = (p.reservation_mhz as f64).max(child_lo).min(ceiling);
         }
-        // top-down: split each pool's allocation over its children
+        // top-down: split each pool's allocation over its children, and its weight capacity
+        // (what it would get without its own limit, which its token bucket enforces instead)
         let mut alloc = vec![0.0; n];
+        let mut wcap = vec![0.0; n];
         let mut out = vec![Entitlement::default(); vms.len()];
         alloc[ROOT_POOL as usize] = capacity_mhz;
+        wcap[ROOT_POOL as usize] = capacity_mhz;
         let mut claims = Vec::new();
         for id in 0..n {
             let p = &self.pools[id];
@@ -248,9 +257,11 @@ impl PoolTree {
                 claims.push(Claim { shares: vms[v as usize].shares as f64, lo: l, hi: h });
             }
             let split = water_fill(alloc[id], &claims);
-            let level = water_level(alloc[id], &claims);
+            let level = water_level(wcap[id], &claims);
             for (k, &c) in p.pools.iter().enumerate() {
-                alloc[c as usize] = split[k];
+                let c = c as usize;
+                alloc[c] = split[k];
+                wcap[c] = (level * self.pools[c].shares as f64).clamp(lo[c], unlimited_hi[c].max(lo[c]));
             }
             for (k, &v) in p.vms.iter().enumerate() {
                 let vm = &vms[v as usize];
