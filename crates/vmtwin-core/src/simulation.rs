@@ -7,7 +7,7 @@
 //! reservation and limit, or power one on, which is the narrow control API the management layer
 //! (vATM, autonomous resource sharing) drives.
 
-use crate::cpu::{CpuSched, Pool, PoolTree, VmClaim, ROOT_POOL};
+use crate::cpu::{CpuSched, Pool, PoolTree, VcpuShare, VmClaim, ROOT_POOL};
 use crate::guest::{GuestVcpu, Next, Workload};
 use crate::hw::Topology;
 use crate::metrics::{Sampler, Table, VmRow};
@@ -436,13 +436,20 @@ impl Simulation {
                 }
             })
             .collect();
-        let ent = self.pools.entitlements(&claims, self.topo.capacity_mhz() as f64);
-        let mut per_vcpu = vec![(0.0, 0.0); self.sched.vcpus.len()];
+        let (ent, uncommitted) = self.pools.entitlements(&claims, self.topo.capacity_mhz() as f64);
+        let mut per_vcpu = vec![VcpuShare::default(); self.sched.vcpus.len()];
         for (i, v) in self.vms.iter_mut().enumerate() {
             v.entitlement_mhz = ent[i].mhz;
             v.demand_est_mhz = claims[i].demand_mhz;
             let per = v.vcpus as f64 * core;
-            per_vcpu[v.first_vcpu as usize..(v.first_vcpu + v.vcpus) as usize].fill((ent[i].weight_mhz / per, ent[i].mhz / per));
+            let ceiling = claims[i].demand_mhz.min(claims[i].max_mhz);
+            let share = VcpuShare {
+                weight: ent[i].weight_mhz / per,
+                alloc: ent[i].mhz / per,
+                // getting all it wants only says it has slack to wait in when no VM is held back
+                satisfied: uncommitted && ent[i].mhz >= ceiling * (1.0 - 1e-9),
+            };
+            per_vcpu[v.first_vcpu as usize..(v.first_vcpu + v.vcpus) as usize].fill(share);
         }
         self.sched.set_weights(self.now, |v| per_vcpu[v as usize]);
     }

@@ -21,4 +21,4 @@ pub use entitlement::{water_fill, water_level, Claim};
 pub use limit::{TokenBucket, LIMIT_BORROW_NS, LIMIT_MIN_SLICE_NS};
 pub use params::CpuSchedParams;
 pub use pools::{Entitlement, Pool, PoolTree, VmClaim, ROOT_POOL};
-pub use sched::{CpuSched, Limiter, SchedStats, Vcpu, VcpuState, NONE, STATES};
+pub use sched::{CpuSched, Limiter, SchedStats, Vcpu, VcpuShare, VcpuState, NONE, STATES};

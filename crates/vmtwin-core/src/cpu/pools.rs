@@ -213,8 +213,9 @@ impl PoolTree {
     }
 
     /// Entitlement and scheduling weight of every VM, given each VM's claim and the host
-    /// capacity (see `entitlement.rs` for both).
-    pub fn entitlements(&self, vms: &[VmClaim], capacity_mhz: f64) -> Vec<Entitlement> {
+    /// capacity (see `entitlement.rs` for both), and whether the host is uncommitted: every VM
+    /// gets all it wants (demand, limit or vCPUs), no one is held back by the others.
+    pub fn entitlements(&self, vms: &[VmClaim], capacity_mhz: f64) -> (Vec<Entitlement>, bool) {
         let n = self.pools.len();
         // bottom-up: floor and ceiling of every pool (children have larger indices)
         let mut lo = vec![0.0; n];
@@ -273,7 +274,7 @@ impl PoolTree {
                 out[v as usize] = Entitlement { mhz: split[p.pools.len() + k], weight_mhz: weight };
             }
         }
-        out
+        (out, hi[ROOT_POOL as usize] <= capacity_mhz)
     }
 }
 
@@ -367,7 +368,8 @@ mod tests {
         t.pools[a as usize].vms.push(0);
         t.pools[b as usize].vms.push(1);
         let vm = |shares| VmClaim { shares, reservation_mhz: 0, max_mhz: 4000.0, cap_mhz: 4000.0, demand_mhz: 4000.0, powered_on: true };
-        let e = t.entitlements(&[vm(8000), vm(1000)], 4000.0);
+        let (e, uncommitted) = t.entitlements(&[vm(8000), vm(1000)], 4000.0);
+        assert!(!uncommitted);
         assert_eq!(e.iter().map(|e| e.mhz).collect::<Vec<_>>(), vec![1000.0, 3000.0]);
         assert_eq!(e.iter().map(|e| e.weight_mhz).collect::<Vec<_>>(), vec![1000.0, 3000.0]);
     }
@@ -383,7 +385,7 @@ mod tests {
         };
         let mut t = t;
         t.pools[0].vms = vec![0, 1, 2];
-        let e = t.entitlements(&[claim(1000, 2000, 2000.0, 200.0), claim(2000, 2000, 4000.0, 4000.0), claim(1000, 0, 2000.0, 2000.0)], 4000.0);
+        let (e, _) = t.entitlements(&[claim(1000, 2000, 2000.0, 200.0), claim(2000, 2000, 4000.0, 4000.0), claim(1000, 0, 2000.0, 2000.0)], 4000.0);
         let close = |a: f64, b: f64| (a - b).abs() < 1e-6;
         assert!(close(e[0].mhz, 200.0) && close(e[1].mhz, 3800.0 * 2.0 / 3.0) && close(e[2].mhz, 3800.0 / 3.0), "{e:?}");
         assert!(close(e[0].weight_mhz, 2000.0) && close(e[1].weight_mhz, e[1].mhz) && close(e[2].weight_mhz, e[2].mhz), "{e:?}");

@@ -61,6 +61,21 @@ const MIN_WEIGHT: f64 = 1e-9;
 /// A vCPU whose entitlement is at least this many pCPUs is entitled to a whole pCPU.
 const FULL_PCPU: f64 = 1.0 - 1e-6;
 
+/// Entitlements closer than this (pCPUs) count as equal when deciding who may displace whom.
+const GUARD_EPS: f64 = 1e-9;
+
+/// What the entitlement gives one vCPU, in pCPUs.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct VcpuShare {
+    /// scheduling weight
+    pub weight: f64,
+    /// entitlement
+    pub alloc: f64,
+    /// the host is uncommitted and this entitlement is all its VM wants (its ceiling: demand,
+    /// limit or vCPUs)
+    pub satisfied: bool,
+}
+
 /// States in which a vCPU competes for a pCPU and counts in the fair clock.
 const RUNNABLE: [bool; STATES] = [true, true, false, false, false, false];
 /// States in which a vCPU wants to run, held back by a limit or not (a limiter's active weight).
@@ -108,8 +123,11 @@ pub struct Vcpu {
     pub weight: f64,
     /// 1 / weight, kept because charging multiplies by it on every slice
     pub inv_weight: f64,
-    /// its entitlement is a whole pCPU (see `displaceable`)
-    pub full: bool,
+    /// its entitlement, pCPUs
+    pub alloc: f64,
+    /// below this entitlement a waker may not displace it (see `displaceable`): its entitlement
+    /// when it gets all it wants or a whole pCPU, else minus infinity
+    pub guard: f64,
     /// current or last pCPU
     pub pcpu: u32,
     /// CPU work left in the current burst, ns
@@ -142,8 +160,9 @@ struct Pcpu {
     /// `key(now) = run_key0 + now * run_inv_weight` (one multiply-add per pCPU scanned)
     run_key0: f64,
     run_inv_weight: f64,
-    /// the running vCPU is entitled to a whole pCPU
-    run_full: bool,
+    /// the running vCPU's `guard` and `alloc`
+    run_guard: f64,
+    run_alloc: f64,
 }
 
 /// A CPU limit being enforced: a VM's own, or a resource pool's (shared by every VM below it).
@@ -220,7 +239,8 @@ impl CpuSched {
                     key: 0.0,
                     weight: 1.0,
                     inv_weight: 1.0,
-                    full: false,
+                    alloc: 0.0,
+                    guard: f64::NEG_INFINITY,
                     // spread first placements round-robin over the host
                     pcpu: (vcpus.len() % n) as u32,
                     work_left: 0,
@@ -248,7 +268,7 @@ impl CpuSched {
             chains: (0..vcpus_per_vm.len() as u32).map(|vm| vec![vm]).collect(),
             limited: vec![false; vcpus_per_vm.len()],
             stats: SchedStats::default(),
-            pcpus: vec![Pcpu { running: NONE, ..Pcpu::default() }; n],
+            pcpus: vec![Pcpu { running: NONE, run_guard: f64::NEG_INFINITY, ..Pcpu::default() }; n],
             queues: QueueSet::new(n),
             llc_of,
             llc_range,
@@ -391,23 +411,39 @@ impl CpuSched {
             return;
         }
         // preempt the running vCPU furthest ahead in virtual time in the waker's LLC, if far
-        // enough ahead (intra-LLC moves are the cheap ones, [WP §3.3]); a vCPU entitled to a
-        // whole pCPU is displaced only by another such vCPU (see `displaceable`)
+        // enough ahead (intra-LLC moves are the cheap ones, [WP §3.3]) and if the waker may
+        // displace it at all (see `displaceable`). A guarded waker (a whole pCPU, or all it
+        // wants on an uncommitted host) also displaces, whatever the keys, a vCPU entitled to
+        // less, which has more slack to wait in: the one entitled to least.
         let key = self.vcpus[v as usize].key + self.params.wake_preempt_margin_ns as f64;
-        let waker_full = self.vcpus[v as usize].full;
+        let alloc = self.vcpus[v as usize].alloc;
+        let reach = alloc + GUARD_EPS;
+        let guarded = self.vcpus[v as usize].guard > f64::NEG_INFINITY;
         let mut victim = NONE;
         let mut worst = key;
+        let mut slackest = alloc - GUARD_EPS;
+        let mut by_slack = NONE;
         let llc = self.llc_of[last as usize] as usize;
         let (lo, hi) = (self.llc_range[llc], self.llc_range[llc + 1]);
         let now_f = ns_f(now);
         // no pCPU is idle here (checked above), so every one in the LLC has a running vCPU
         for (p, pc) in self.pcpus[lo..hi].iter().enumerate() {
             debug_assert!(pc.running != NONE);
+            if pc.run_guard > reach {
+                continue;
+            }
             let eff = pc.run_key0 + now_f * pc.run_inv_weight;
-            if eff > worst && (waker_full || !pc.run_full) {
+            if eff > worst {
                 worst = eff;
                 victim = (p + lo) as u32;
             }
+            if guarded && pc.run_alloc < slackest {
+                slackest = pc.run_alloc;
+                by_slack = (p + lo) as u32;
+            }
+        }
+        if by_slack != NONE {
+            victim = by_slack;
         }
         if victim == NONE {
             self.enqueue(last, v);
@@ -504,7 +540,7 @@ impl CpuSched {
                 slice = slice.min(allowance);
             }
         }
-        let (run_key, run_inv_weight, run_full) = (vc.key, vc.inv_weight, vc.full);
+        let (run_key, run_inv_weight, run_guard, run_alloc) = (vc.key, vc.inv_weight, vc.guard, vc.alloc);
         self.clock.run_from(now);
         let pc = &mut self.pcpus[p as usize];
         pc.running = v;
@@ -512,7 +548,8 @@ impl CpuSched {
         pc.key_mark = now;
         pc.run_key0 = run_key - ns_f(now) * run_inv_weight;
         pc.run_inv_weight = run_inv_weight;
-        pc.run_full = run_full;
+        pc.run_guard = run_guard;
+        pc.run_alloc = run_alloc;
         q.set_timer(p, now + slice, Event::SliceEnd { pcpu: p });
     }
 
@@ -606,26 +643,35 @@ impl CpuSched {
         match self.queues.best() {
             Some((qp, best)) if best < key && self.displaceable(v, qp) => {
                 self.set_state(v, now, VcpuState::Ready);
-                self.enqueue(p, v);
-                self.dispatch(p, now, q);
+                if self.vcpus[v as usize].guard > f64::NEG_INFINITY {
+                    // a guarded vCPU yields only to another: it then looks for a pCPU as a
+                    // waking one does, and may take one from a vCPU with more slack
+                    self.dispatch(p, now, q);
+                    self.place(v, now, q);
+                } else {
+                    self.enqueue(p, v);
+                    self.dispatch(p, now, q);
+                }
             }
             _ => self.start(p, v, now, q),
         }
     }
 
-    /// May the head of queue `qp` take running vCPU `v`'s pCPU? Not if `v` is entitled to a
-    /// whole pCPU and the head is not: `v` could never make the time up, since it can use at
-    /// most one pCPU, while a vCPU entitled to less can wait and catch up (a limited one from
-    /// its bucket). Without this, limited VMs sharing spare capacity would take turns out of
-    /// the busy VMs' whole pCPUs whenever two of them want the spare one at once, and the busy
-    /// VMs would fall below their max-min allocation by about the overlap.
+    /// May the head of queue `qp` take running vCPU `v`'s pCPU (besides having the lower key)?
+    ///
+    /// A vCPU entitled to a whole pCPU can never make up lost time (it can use at most one
+    /// pCPU), so it is displaced only by another such vCPU. On an uncommitted host, where every
+    /// VM gets all it wants and free pCPUs come back, a vCPU can make lost time up only in the
+    /// slack its entitlement leaves, `1 - alloc` of a pCPU, so it is displaced only by a vCPU
+    /// entitled to at least as much; one entitled to less waits for a free pCPU, which it has
+    /// the slack to do. Anywhere else virtual time decides and pays a displaced vCPU back.
+    /// Without this, when momentary demand exceeds the pCPUs (wake-ups colliding on an
+    /// uncommitted host, limited VMs whose refills overlap on the spare pCPU), the vCPUs nearest
+    /// a whole pCPU would bear every collision and fall below their max-min allocation.
     #[inline]
     fn displaceable(&self, v: u32, qp: u32) -> bool {
-        if !self.vcpus[v as usize].full {
-            return true;
-        }
         let head = self.queues.head(qp).expect("best queue is not empty");
-        self.vcpus[head as usize].full
+        self.vcpus[v as usize].guard <= self.vcpus[head as usize].alloc + GUARD_EPS
     }
 
     /// The first limiter binding `vm` whose bucket is empty, if any.
@@ -687,7 +733,8 @@ impl CpuSched {
     }
 
     /// Update every powered-on vCPU's demand estimate from its runnable time over the last
-    /// `interval` ns: `demand = w * runnable/interval + (1 - w) * demand`, in pCPUs.
+    /// `interval` ns: `demand = w * runnable/interval + (1 - w) * demand`, in pCPUs. Runnable
+    /// time (RUN + READY + MLMTD) is what the vCPU wanted; it is not capped by the limit.
     pub fn update_demand(&mut self, now: Time, interval: Time) {
         self.account_all(now);
         let w = self.params.demand_ewma_weight;
@@ -706,7 +753,7 @@ impl CpuSched {
     /// lag in CPU time survives the change, clamped to `max_lag_ns`, and rebased so that the
     /// fair clock reads zero; the run queues, the clock's sums and the limiters' active weights
     /// are rebuilt from scratch, which also clears their float drift.
-    pub fn set_weights(&mut self, now: Time, share: impl Fn(u32) -> (f64, f64)) {
+    pub fn set_weights(&mut self, now: Time, share: impl Fn(u32) -> VcpuShare) {
         let clock = self.clock.value(now);
         // charge running vCPUs up to now, so that every key is current (the clock's sums are
         // rebuilt below)
@@ -720,9 +767,10 @@ impl CpuSched {
         }
         let max_lag = self.params.max_lag_ns as f64;
         for (v, vc) in self.vcpus.iter_mut().enumerate() {
-            let (w, entitled) = share(v as u32);
-            let w = w.max(MIN_WEIGHT);
-            vc.full = entitled >= FULL_PCPU;
+            let sh = share(v as u32);
+            let w = sh.weight.max(MIN_WEIGHT);
+            vc.alloc = sh.alloc;
+            vc.guard = if sh.satisfied || sh.alloc >= FULL_PCPU { sh.alloc } else { f64::NEG_INFINITY };
             let lag = ((clock - vc.key) * vc.weight).clamp(-max_lag, max_lag);
             vc.weight = w;
             vc.inv_weight = 1.0 / w;
@@ -749,7 +797,8 @@ impl CpuSched {
                 self.clock.run_from(now);
                 pc.run_key0 = vc.key - now_f * vc.inv_weight;
                 pc.run_inv_weight = vc.inv_weight;
-                pc.run_full = vc.full;
+                pc.run_guard = vc.guard;
+                pc.run_alloc = vc.alloc;
             }
         }
         for (p, v) in self.queues.drain() {
