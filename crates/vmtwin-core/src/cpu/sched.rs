@@ -327,13 +327,17 @@ impl CpuSched {
     }
 
     /// Place a vCPU that is about to become runnable within `max_lag_ns` of CPU time of the
-    /// fair clock: waiting or being held banks no more credit than that and costs no more.
+    /// fair clock: waiting or idling banks no more credit than that and costs no more. A vCPU
+    /// released by a limit (`from_hold`) is placed owed at most half as much: it was held by its
+    /// own limit, not idle, so it runs ahead of vCPUs that have had their share (and shows its
+    /// waiting as MLMTD rather than READY) but behind VMs waking from real idleness.
     #[inline]
-    fn place_key(&mut self, v: u32, now: Time) {
+    fn place_key(&mut self, v: u32, now: Time, from_hold: bool) {
         let clock = self.clock.value(now);
         let vc = &mut self.vcpus[v as usize];
         let reach = self.params.max_lag_ns as f64 * vc.inv_weight;
-        vc.key = vc.key.clamp(clock - reach, clock + reach);
+        let credit = if from_hold { 0.5 * reach } else { reach };
+        vc.key = vc.key.clamp(clock - credit, clock + reach);
     }
 
     /// Bring every vCPU's counters up to `now` without changing any state (for sampling).
@@ -392,7 +396,7 @@ impl CpuSched {
         let vc = &mut self.vcpus[v as usize];
         debug_assert!(matches!(vc.state, VcpuState::Idle | VcpuState::Wait));
         vc.work_left = work.max(1);
-        self.place_key(v, now);
+        self.place_key(v, now, false);
         self.set_state(v, now, VcpuState::Ready);
         self.place(v, now, q);
     }
@@ -502,7 +506,7 @@ impl CpuSched {
         }
         if self.held_count > 0 {
             if let Some(v) = self.borrower(now) {
-                self.place_key(v, now);
+                self.place_key(v, now, true);
                 self.start(p, v, now, q);
                 return;
             }
@@ -726,7 +730,7 @@ impl CpuSched {
         let held = std::mem::take(&mut self.limiters[l as usize].held);
         self.held_count -= held.len();
         for v in held {
-            self.place_key(v, now);
+            self.place_key(v, now, true);
             self.set_state(v, now, VcpuState::Ready);
             self.place(v, now, q);
         }
