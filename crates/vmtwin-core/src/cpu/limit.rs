@@ -5,8 +5,9 @@
 //! rate up to a depth of `limit_burst_ns` of accrual, and every ns a vCPU bound by the bucket runs
 //! spends one token. A bucket starts holding [`LIMIT_MIN_SLICE_NS`], not full, so a limited VM
 //! does not start with a burst above its limit. When the bucket holds less than
-//! [`LIMIT_MIN_SLICE_NS`] its VMs are throttled: their ready vCPUs wait in the MLMTD state (esxtop
-//! %MLMTD, counted inside %RDY) until the bucket refills to that level (research/cpu.md C5). The
+//! [`LIMIT_MIN_SLICE_NS`] for each vCPU that wants to run under it, its VMs are throttled: their
+//! ready vCPUs wait in the MLMTD state (esxtop %MLMTD, counted inside %RDY) until the bucket
+//! refills to that level (research/cpu.md C5). The
 //! vCPUs a bucket binds share its tokens in proportion to their weights (`sched.rs`), so inside a
 //! limited pool CPU is split by the children's shares and reservations. A throttled vCPU may
 //! still run on a pCPU that would otherwise idle, into at most [`LIMIT_BORROW_NS`] of debt.
@@ -48,6 +49,9 @@ pub struct TokenBucket {
     pub tokens: f64,
     /// time of the last accrual
     pub updated: Time,
+    /// tokens a throttled bucket must reach before its vCPUs run again, pCPU-ns:
+    /// [`LIMIT_MIN_SLICE_NS`] for each vCPU that wants to run under it, at most the depth
+    pub resume: f64,
 }
 
 impl TokenBucket {
@@ -55,7 +59,7 @@ impl TokenBucket {
     pub fn new(limit_mhz: u64, core_mhz: u64, burst_ns: Time, now: Time) -> Self {
         let rate = limit_mhz as f64 / core_mhz as f64;
         let depth = (rate * burst_ns as f64).max(LIMIT_MIN_SLICE_NS);
-        TokenBucket { rate, depth, tokens: LIMIT_MIN_SLICE_NS, updated: now }
+        TokenBucket { rate, depth, tokens: LIMIT_MIN_SLICE_NS, updated: now, resume: LIMIT_MIN_SLICE_NS }
     }
 
     /// Tokens there would be at `now`, without accruing them.
@@ -72,18 +76,26 @@ impl TokenBucket {
         self.updated = now;
     }
 
-    /// True when the VM may not start a slice.
+    /// `active` vCPUs want to run under this bucket: a throttled bucket waits until each can
+    /// have a slice of at least [`LIMIT_MIN_SLICE_NS`] (so a pool limit over many vCPUs is not
+    /// served in slivers, one event each).
     #[inline]
-    pub fn exhausted(&self) -> bool {
-        self.tokens < LIMIT_MIN_SLICE_NS
+    pub fn set_active(&mut self, active: u32) {
+        self.resume = (LIMIT_MIN_SLICE_NS * f64::from(active.max(1))).min(self.depth.max(LIMIT_MIN_SLICE_NS));
     }
 
-    /// Wall time until the bucket holds [`LIMIT_MIN_SLICE_NS`] again (at least 1 ns).
+    /// True when the bucket's vCPUs may not start a slice.
+    #[inline]
+    pub fn exhausted(&self) -> bool {
+        self.tokens < self.resume
+    }
+
+    /// Wall time until the bucket holds `resume` tokens again (at least 1 ns).
     pub fn time_to_resume(&self) -> Time {
         if self.rate <= 0.0 {
             return Time::MAX;
         }
-        (((LIMIT_MIN_SLICE_NS - self.tokens) / self.rate).ceil() as Time).max(1)
+        (((self.resume - self.tokens) / self.rate).ceil() as Time).max(1)
     }
 }
 

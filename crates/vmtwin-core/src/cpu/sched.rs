@@ -178,6 +178,8 @@ pub struct Limiter {
     pub refill_pending: bool,
     /// summed weight of the vCPUs under this limiter that want to run (RUN, READY, MLMTD)
     pub active_w: f64,
+    /// how many vCPUs under this limiter want to run
+    pub active_n: u32,
 }
 
 /// Scheduler decisions worth counting.
@@ -319,9 +321,19 @@ impl CpuSched {
             }
         }
         if self.limited[vm] && ACTIVE[old as usize] != ACTIVE[state as usize] {
-            let dw = if ACTIVE[state as usize] { w } else { -w };
+            let up = ACTIVE[state as usize];
             for &l in &self.chains[vm] {
-                self.limiters[l as usize].active_w += dw;
+                let lim = &mut self.limiters[l as usize];
+                if up {
+                    lim.active_w += w;
+                    lim.active_n += 1;
+                } else {
+                    lim.active_w -= w;
+                    lim.active_n -= 1;
+                }
+                if let Some(b) = &mut lim.bucket {
+                    b.set_active(lim.active_n);
+                }
             }
         }
     }
@@ -364,14 +376,16 @@ impl CpuSched {
     pub fn set_limit(&mut self, vm: u32, vcpus: std::ops::Range<u32>, limit_mhz: Option<u64>, now: Time, q: &mut EventQueue) {
         // a VM below a limited pool is always tracked; only its own limiter's weight can be new
         self.limited[vm as usize] = limit_mhz.is_some() || self.chains[vm as usize].len() > 1;
-        let active: f64 = self.vcpus[vcpus.start as usize..vcpus.end as usize]
-            .iter()
-            .filter(|c| ACTIVE[c.state as usize])
-            .map(|c| c.weight)
-            .sum();
-        self.limiters[vm as usize].active_w = if self.limited[vm as usize] { active } else { 0.0 };
+        let limited = self.limited[vm as usize];
+        let active = self.vcpus[vcpus.start as usize..vcpus.end as usize].iter().filter(|c| limited && ACTIVE[c.state as usize]);
+        let (w, n) = active.fold((0.0, 0), |(w, n), c| (w + c.weight, n + 1));
         let s = &mut self.limiters[vm as usize];
+        s.active_w = w;
+        s.active_n = n;
         s.bucket = limit_mhz.map(|l| TokenBucket::new(l, self.core_mhz, self.params.limit_burst_ns, now));
+        if let Some(b) = &mut s.bucket {
+            b.set_active(n);
+        }
         // a pending refill belongs to the old bucket: cancel it and release what it held
         s.refill_gen = s.refill_gen.wrapping_add(1);
         s.refill_pending = false;
@@ -783,6 +797,7 @@ impl CpuSched {
         self.clock.reset(0.0);
         for l in &mut self.limiters {
             l.active_w = 0.0;
+            l.active_n = 0;
         }
         for vc in &self.vcpus {
             if RUNNABLE[vc.state as usize] {
@@ -791,7 +806,13 @@ impl CpuSched {
             if self.limited[vc.vm as usize] && ACTIVE[vc.state as usize] {
                 for &l in &self.chains[vc.vm as usize] {
                     self.limiters[l as usize].active_w += vc.weight;
+                    self.limiters[l as usize].active_n += 1;
                 }
+            }
+        }
+        for l in &mut self.limiters {
+            if let Some(b) = &mut l.bucket {
+                b.set_active(l.active_n);
             }
         }
         let now_f = ns_f(now);
