@@ -79,14 +79,19 @@ pub struct Claim {
 ///     c(1.0, 0.0, 1.0), c(1.0, 0.0, 1.0)]), vec![1.0, 0.75, 0.75, 0.75, 0.75]);
 /// ```
 pub fn water_fill(capacity: f64, claims: &[Claim]) -> Vec<f64> {
+    fill(capacity, claims).0
+}
+
+/// [`water_fill`] and its [`water_level`] together, for one sort of the breakpoints.
+pub fn fill(capacity: f64, claims: &[Claim]) -> (Vec<f64>, f64) {
     let capacity = capacity.max(0.0);
+    let level = water_level(capacity, claims);
     let lo_sum: f64 = claims.iter().map(|c| c.lo).sum();
     if lo_sum >= capacity {
         let scale = if lo_sum > 0.0 { capacity / lo_sum } else { 0.0 };
-        return claims.iter().map(|c| c.lo * scale).collect();
+        return (claims.iter().map(|c| c.lo * scale).collect(), level);
     }
-    let level = water_level(capacity, claims);
-    claims.iter().map(|c| (level * c.shares).clamp(c.lo, c.hi)).collect()
+    (claims.iter().map(|c| (level * c.shares).clamp(c.lo, c.hi)).collect(), level)
 }
 
 /// The water level `lambda` of [`water_fill`]: MHz per share at which the claims fill

@@ -30,7 +30,7 @@
 //! - ESX keeps part of the host for the VMkernel and the service console; the root pool here
 //!   offers the whole capacity.
 
-use super::entitlement::{water_fill, water_level, Claim};
+use super::entitlement::{fill, water_level, Claim};
 use crate::{VmtwinError, VmtwinResult};
 
 /// Index of the host's root pool.
@@ -257,8 +257,9 @@ impl PoolTree {
                 let (l, h) = vm_bounds(&vms[v as usize]);
                 claims.push(Claim { shares: vms[v as usize].shares as f64, lo: l, hi: h });
             }
-            let split = water_fill(alloc[id], &claims);
-            let level = water_level(wcap[id], &claims);
+            let (split, alloc_level) = fill(alloc[id], &claims);
+            // the weight capacity differs from the allocation only below a limited pool
+            let level = if wcap[id] == alloc[id] { alloc_level } else { water_level(wcap[id], &claims) };
             for (k, &c) in p.pools.iter().enumerate() {
                 let c = c as usize;
                 alloc[c] = split[k];
