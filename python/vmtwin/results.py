@@ -104,6 +104,7 @@ TABLE_COLUMNS: dict[str, list[str]] = {
         "used_mhz",
         "entitlement_mhz",
         "demand_mhz",
+        "demand_est_mhz",
         "shares",
         "reservation_mhz",
         "limit_mhz",

@@ -65,7 +65,8 @@ def engine_raw(
             vm_rows.append(dict(
                 time_s=t[step], vm_id=vm_id, vcpus=vcpus, used_mhz=used_mhz,
                 entitlement_mhz=min(vcpus * core_mhz, limit or 1e18) * 0.8,
-                demand_mhz=duty * vcpus * core_mhz, shares=shares, reservation_mhz=resv,
+                demand_mhz=duty * vcpus * core_mhz, demand_est_mhz=duty * vcpus * core_mhz * 1.05,
+                shares=shares, reservation_mhz=resv,
                 limit_mhz=np.nan if limit is None else float(limit), **agg,
             ))
 
@@ -84,7 +85,7 @@ def engine_raw(
         return out
 
     vcpu = with_pct(vcpu_cols)
-    vm_keys = ["time_s", "vm_id", "vcpus", "used_mhz", "entitlement_mhz", "demand_mhz",
+    vm_keys = ["time_s", "vm_id", "vcpus", "used_mhz", "entitlement_mhz", "demand_mhz", "demand_est_mhz",
                "shares", "reservation_mhz", "limit_mhz", *ns_names]
     vm = with_pct({k: [r[k] for r in vm_rows] for k in vm_keys})
     nvm = len(vms)
@@ -121,7 +122,7 @@ def engine_raw(
         "vcpu": encode(vcpu, sorted(["time_s", "vm_id", "vcpu", *pct_cols, *ns_names])),
         "host": encode(host, list(reversed(host))),
         "vm": encode(vm, sorted(["time_s", "vm_id", "vcpus", *pct_cols, "used_mhz",
-                                 "entitlement_mhz", "demand_mhz", "shares", "reservation_mhz",
+                                 "entitlement_mhz", "demand_mhz", "demand_est_mhz", "shares", "reservation_mhz",
                                  "limit_mhz"])),
     }
     return raw, [v[0] for v in vms]
