@@ -14,7 +14,7 @@
 //! vCPUs (a 4-vCPU VM can show 400 %USED), as esxtop's VM group does. A VM powered on during an
 //! interval is measured from its power-on; powered-off VMs have no rows.
 
-use super::table::{Table, Value};
+use super::table::{Cells, Table, Value};
 use crate::cpu::{CpuSched, VcpuState, STATES};
 use crate::sim::{Time, NS_PER_S};
 
@@ -51,6 +51,10 @@ pub struct Sampler {
     prev: Vec<[u64; STATES]>,
     prev_used: Vec<u64>,
     last: Time,
+    /// per VM, scratch for one sample: its vCPUs' summed deltas and charged ns
+    vm_acc: Vec<([u64; STATES], u64)>,
+    /// per VM, scratch for one sample: vCPUs seen so far
+    vm_idx: Vec<u32>,
 }
 
 const RUN: usize = VcpuState::Run as usize;
@@ -84,16 +88,15 @@ impl Pct {
         }
     }
 
-    fn cells(&self) -> [(&'static str, Value); 7] {
-        [
-            ("%USED", Value::F64(self.used)),
-            ("%RUN", Value::F64(self.run)),
-            ("%RDY", Value::F64(self.rdy)),
-            ("%MLMTD", Value::F64(self.mlmtd)),
-            ("%WAIT", Value::F64(self.wait)),
-            ("%VMWAIT", Value::F64(self.vmwait)),
-            ("%IDLE", Value::F64(self.idle)),
-        ]
+    #[inline]
+    fn cells(&self, c: &mut impl Cells) {
+        c.f64("%USED", self.used);
+        c.f64("%RUN", self.run);
+        c.f64("%RDY", self.rdy);
+        c.f64("%MLMTD", self.mlmtd);
+        c.f64("%WAIT", self.wait);
+        c.f64("%VMWAIT", self.vmwait);
+        c.f64("%IDLE", self.idle);
     }
 }
 
@@ -110,46 +113,53 @@ struct HostCells {
     powered_on_vms: u32,
 }
 
-fn host_row(h: &HostCells) -> Vec<(&'static str, Value)> {
-    vec![
-        ("time_s", Value::F64(h.time_s)),
-        ("pcpus", Value::U32(h.pcpus)),
-        ("capacity_mhz", Value::F64(h.capacity_mhz)),
-        ("used_mhz", Value::F64(h.used_mhz)),
-        ("%PCPU_UTIL", Value::F64(h.util_pct)),
-        ("%PCPU_USED", Value::F64(h.used_pct)),
-        ("ready_vcpus", Value::F64(h.ready_vcpus)),
-        ("powered_on_vms", Value::U32(h.powered_on_vms)),
-    ]
+// The rows below define each table's schema too (`Sampler::new` writes one into a `Vec`).
+
+fn host_row(c: &mut impl Cells, h: &HostCells) {
+    c.f64("time_s", h.time_s);
+    c.u32("pcpus", h.pcpus);
+    c.f64("capacity_mhz", h.capacity_mhz);
+    c.f64("used_mhz", h.used_mhz);
+    c.f64("%PCPU_UTIL", h.util_pct);
+    c.f64("%PCPU_USED", h.used_pct);
+    c.f64("ready_vcpus", h.ready_vcpus);
+    c.u32("powered_on_vms", h.powered_on_vms);
 }
 
-fn vm_row(t: f64, vm: u32, r: &VmRow, pct: &Pct, used_mhz: f64) -> Vec<(&'static str, Value)> {
-    let mut row = vec![("time_s", Value::F64(t)), ("vm_id", Value::U32(vm)), ("vcpus", Value::U32(r.vcpus))];
-    row.extend(pct.cells());
-    row.extend([
-        ("used_mhz", Value::F64(used_mhz)),
-        ("entitlement_mhz", Value::F64(r.entitlement_mhz)),
-        ("demand_mhz", Value::F64(r.demand_mhz)),
-        ("demand_est_mhz", Value::F64(r.demand_est_mhz)),
-        ("shares", Value::U32(r.shares)),
-        ("reservation_mhz", Value::F64(r.reservation_mhz as f64)),
-        ("limit_mhz", Value::F64(r.limit_mhz.map_or(f64::NAN, |l| l as f64))),
-    ]);
-    row
+#[inline]
+fn vm_row(c: &mut impl Cells, t: f64, vm: u32, r: &VmRow, pct: &Pct, used_mhz: f64) {
+    c.f64("time_s", t);
+    c.u32("vm_id", vm);
+    c.u32("vcpus", r.vcpus);
+    pct.cells(c);
+    c.f64("used_mhz", used_mhz);
+    c.f64("entitlement_mhz", r.entitlement_mhz);
+    c.f64("demand_mhz", r.demand_mhz);
+    c.f64("demand_est_mhz", r.demand_est_mhz);
+    c.u32("shares", r.shares);
+    c.f64("reservation_mhz", r.reservation_mhz as f64);
+    c.f64("limit_mhz", r.limit_mhz.map_or(f64::NAN, |l| l as f64));
 }
 
-fn vcpu_row(t: f64, vm: u32, idx: u32, pct: &Pct, d: &[u64; STATES], used: u64) -> Vec<(&'static str, Value)> {
-    let mut row = vec![("time_s", Value::F64(t)), ("vm_id", Value::U32(vm)), ("vcpu", Value::U32(idx))];
-    row.extend(pct.cells());
-    row.extend([
-        ("run_ns", Value::U64(d[RUN])),
-        ("ready_ns", Value::U64(d[READY])),
-        ("wait_ns", Value::U64(d[WAIT])),
-        ("idle_ns", Value::U64(d[IDLE])),
-        ("mlmtd_ns", Value::U64(d[MLMTD])),
-        ("used_ns", Value::U64(used)),
-    ]);
-    row
+#[inline]
+fn vcpu_row(c: &mut impl Cells, t: f64, vm: u32, idx: u32, pct: &Pct, d: &[u64; STATES], used: u64) {
+    c.f64("time_s", t);
+    c.u32("vm_id", vm);
+    c.u32("vcpu", idx);
+    pct.cells(c);
+    c.u64("run_ns", d[RUN]);
+    c.u64("ready_ns", d[READY]);
+    c.u64("wait_ns", d[WAIT]);
+    c.u64("idle_ns", d[IDLE]);
+    c.u64("mlmtd_ns", d[MLMTD]);
+    c.u64("used_ns", used);
+}
+
+/// A table whose schema is the cells `row` writes.
+fn schema(row: impl FnOnce(&mut Vec<(&'static str, Value)>)) -> Table {
+    let mut cells = Vec::new();
+    row(&mut cells);
+    Table::with_schema(&cells)
 }
 
 impl Sampler {
@@ -158,21 +168,30 @@ impl Sampler {
         let zero = Pct::new(&[0; STATES], 0, 1.0);
         let r = VmRow { vcpus: 0, shares: 0, reservation_mhz: 0, limit_mhz: None, entitlement_mhz: 0.0, demand_mhz: 0.0, demand_est_mhz: 0.0, powered_on_at: None };
         Sampler {
-            host: Table::with_schema(&host_row(&HostCells::default())),
-            vm: Table::with_schema(&vm_row(0.0, 0, &r, &zero, 0.0)),
-            vcpu: Table::with_schema(&vcpu_row(0.0, 0, 0, &zero, &[0; STATES], 0)),
+            host: schema(|c| host_row(c, &HostCells::default())),
+            vm: schema(|c| vm_row(c, 0.0, 0, &r, &zero, 0.0)),
+            vcpu: schema(|c| vcpu_row(c, 0.0, 0, 0, &zero, &[0; STATES], 0)),
             prev: vec![[0; STATES]; vcpus],
             prev_used: vec![0; vcpus],
             last: 0,
+            vm_acc: Vec::new(),
+            vm_idx: Vec::new(),
         }
     }
 
     /// Append one interval ending at `now`. `sched` must be accounted up to `now`.
+    /// (Never inlined: it runs once per interval, and inlined it bloats the event loop.)
+    #[inline(never)]
     pub fn sample(&mut self, now: Time, sched: &CpuSched, vms: &[VmRow], core_mhz: u64) {
         let t = now as f64 / NS_PER_S as f64;
         let interval = (now - self.last) as f64;
-        let mut vm_acc: Vec<([u64; STATES], u64)> = vec![([0; STATES], 0); vms.len()];
-        let mut vm_idx = vec![0u32; vms.len()];
+        let (vm_acc, vm_idx) = (&mut self.vm_acc, &mut self.vm_idx);
+        vm_acc.clear();
+        vm_acc.resize(vms.len(), ([0; STATES], 0));
+        vm_idx.clear();
+        vm_idx.resize(vms.len(), 0);
+        self.vcpu.reserve(sched.vcpus.len());
+        self.vm.reserve(vms.len());
         let (mut run_total, mut used_total, mut ready_total) = (0u64, 0u64, 0u64);
         for (v, vc) in sched.vcpus.iter().enumerate() {
             let d: [u64; STATES] = std::array::from_fn(|s| vc.time_ns[s] - self.prev[v][s]);
@@ -188,7 +207,7 @@ impl Sampler {
                 continue;
             }
             let pct = Pct::new(&d, used, span);
-            self.vcpu.push_row(&vcpu_row(t, vc.vm, idx, &pct, &d, used));
+            vcpu_row(&mut self.vcpu.row(), t, vc.vm, idx, &pct, &d, used);
             for (acc, x) in vm_acc[vm].0.iter_mut().zip(d) {
                 *acc += x;
             }
@@ -208,11 +227,11 @@ impl Sampler {
             let (d, used) = &vm_acc[vm];
             let pct = Pct::new(d, *used, span);
             let used_mhz = *used as f64 / span * core_mhz as f64;
-            self.vm.push_row(&vm_row(t, vm as u32, r, &pct, used_mhz));
+            vm_row(&mut self.vm.row(), t, vm as u32, r, &pct, used_mhz);
         }
         let p = sched.pcpu_count() as f64;
         let cap = p * core_mhz as f64;
-        self.host.push_row(&host_row(&HostCells {
+        let host = HostCells {
             time_s: t,
             pcpus: sched.pcpu_count() as u32,
             capacity_mhz: cap,
@@ -221,7 +240,8 @@ impl Sampler {
             used_pct: 100.0 * used_total as f64 / (interval * p),
             ready_vcpus: ready_total as f64 / interval,
             powered_on_vms: on,
-        }));
+        };
+        host_row(&mut self.host.row(), &host);
         self.last = now;
     }
 }

@@ -98,6 +98,24 @@ impl Table {
         }
     }
 
+    /// A writer that appends one row cell by cell, in schema order, with no row to build first
+    /// (the sampler's path: thousands of rows per sample on large hosts).
+    #[inline]
+    pub fn row(&mut self) -> RowWriter<'_> {
+        RowWriter { cols: self.columns.iter_mut() }
+    }
+
+    /// Reserve room for `rows` more rows in every column.
+    pub fn reserve(&mut self, rows: usize) {
+        for (_, c) in &mut self.columns {
+            match c {
+                Column::F64(v) => v.reserve(rows),
+                Column::U64(v) => v.reserve(rows),
+                Column::U32(v) => v.reserve(rows),
+            }
+        }
+    }
+
     /// Number of rows.
     pub fn rows(&self) -> usize {
         self.columns.first().map_or(0, |(_, c)| c.len())
@@ -106,5 +124,77 @@ impl Table {
     /// A column by name.
     pub fn column(&self, name: &str) -> Option<&Column> {
         self.columns.iter().find(|(n, _)| *n == name).map(|(_, c)| c)
+    }
+}
+
+/// Something cells are written to, in schema order: a [`RowWriter`] appending to a table, or a
+/// `Vec` of named values (a row for [`Table::push_row`], or a schema for [`Table::with_schema`]).
+/// Writing rows through one function generic over `Cells` keeps a table's schema and its rows
+/// defined in one place.
+pub trait Cells {
+    /// a float cell
+    fn f64(&mut self, name: &'static str, x: f64);
+    /// a u64 cell
+    fn u64(&mut self, name: &'static str, x: u64);
+    /// a u32 cell
+    fn u32(&mut self, name: &'static str, x: u32);
+}
+
+impl Cells for Vec<(&'static str, Value)> {
+    fn f64(&mut self, name: &'static str, x: f64) {
+        self.push((name, Value::F64(x)));
+    }
+    fn u64(&mut self, name: &'static str, x: u64) {
+        self.push((name, Value::U64(x)));
+    }
+    fn u32(&mut self, name: &'static str, x: u32) {
+        self.push((name, Value::U32(x)));
+    }
+}
+
+/// Appends one row, cell by cell in schema order (see [`Table::row`]). Every cell of the row must
+/// be written, in order, with the column's type; a mismatch panics.
+pub struct RowWriter<'a> {
+    cols: std::slice::IterMut<'a, (&'static str, Column)>,
+}
+
+impl RowWriter<'_> {
+    #[inline]
+    fn next(&mut self, name: &'static str) -> &mut Column {
+        let (n, c) = self.cols.next().expect("a cell beyond the schema");
+        debug_assert_eq!(*n, name);
+        c
+    }
+}
+
+impl Cells for RowWriter<'_> {
+    #[inline]
+    fn f64(&mut self, name: &'static str, x: f64) {
+        match self.next(name) {
+            Column::F64(v) => v.push(x),
+            c => unreachable!("column {name} is {}, given a f64", c.dtype()),
+        }
+    }
+
+    #[inline]
+    fn u64(&mut self, name: &'static str, x: u64) {
+        match self.next(name) {
+            Column::U64(v) => v.push(x),
+            c => unreachable!("column {name} is {}, given a u64", c.dtype()),
+        }
+    }
+
+    #[inline]
+    fn u32(&mut self, name: &'static str, x: u32) {
+        match self.next(name) {
+            Column::U32(v) => v.push(x),
+            c => unreachable!("column {name} is {}, given a u32", c.dtype()),
+        }
+    }
+}
+
+impl Drop for RowWriter<'_> {
+    fn drop(&mut self) {
+        assert!(self.cols.len() == 0 || std::thread::panicking(), "a row left short");
     }
 }
