@@ -451,6 +451,11 @@ impl Simulation {
             };
             per_vcpu[v.first_vcpu as usize..(v.first_vcpu + v.vcpus) as usize].fill(share);
         }
+        if self.pools.has_limits() {
+            for (i, e) in ent.iter().enumerate() {
+                self.sched.set_share_limit(i as u32, e.share_limit_mhz, self.now, &mut self.queue);
+            }
+        }
         self.sched.set_weights(self.now, |v| per_vcpu[v as usize]);
     }
 }

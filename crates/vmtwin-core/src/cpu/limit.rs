@@ -56,10 +56,20 @@ pub struct TokenBucket {
 
 impl TokenBucket {
     /// A bucket for `limit_mhz` on cores of `core_mhz`, holding just enough to run.
-    pub fn new(limit_mhz: u64, core_mhz: u64, burst_ns: Time, now: Time) -> Self {
-        let rate = limit_mhz as f64 / core_mhz as f64;
+    pub fn new(limit_mhz: f64, core_mhz: u64, burst_ns: Time, now: Time) -> Self {
+        let rate = limit_mhz / core_mhz as f64;
         let depth = (rate * burst_ns as f64).max(LIMIT_MIN_SLICE_NS);
         TokenBucket { rate, depth, tokens: LIMIT_MIN_SLICE_NS, updated: now, resume: LIMIT_MIN_SLICE_NS }
+    }
+
+    /// Change the limit to `limit_mhz` at `now`, keeping the tokens earned so far (up to the new
+    /// depth).
+    pub fn set_limit(&mut self, limit_mhz: f64, core_mhz: u64, burst_ns: Time, now: Time) {
+        self.refill(now);
+        self.rate = limit_mhz / core_mhz as f64;
+        self.depth = (self.rate * burst_ns as f64).max(LIMIT_MIN_SLICE_NS);
+        self.tokens = self.tokens.min(self.depth);
+        self.resume = self.resume.min(self.depth.max(LIMIT_MIN_SLICE_NS));
     }
 
     /// Tokens there would be at `now`, without accruing them.
@@ -105,7 +115,7 @@ mod tests {
 
     #[test]
     fn refill_caps_at_depth() {
-        let mut b = TokenBucket::new(1300, 2600, 100 * NS_PER_MS, 0);
+        let mut b = TokenBucket::new(1300.0, 2600, 100 * NS_PER_MS, 0);
         b.tokens = 0.0;
         b.refill(10 * 100 * NS_PER_MS);
         assert_eq!(b.tokens, b.depth);
@@ -114,7 +124,7 @@ mod tests {
 
     #[test]
     fn resume_time_repays_debt() {
-        let mut b = TokenBucket::new(1300, 2600, 100 * NS_PER_MS, 0);
+        let mut b = TokenBucket::new(1300.0, 2600, 100 * NS_PER_MS, 0);
         b.tokens = -LIMIT_MIN_SLICE_NS;
         // needs 2 ms of tokens at half rate = 4 ms
         assert_eq!(b.time_to_resume(), 4 * NS_PER_MS);

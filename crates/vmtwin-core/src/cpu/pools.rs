@@ -108,6 +108,11 @@ impl PoolTree {
         }
     }
 
+    /// Some pool has a limit.
+    pub fn has_limits(&self) -> bool {
+        self.pools.iter().any(|p| p.limit_mhz.is_some())
+    }
+
     /// Index of a pool by name.
     pub fn find(&self, name: &str) -> Option<u32> {
         self.pools.iter().position(|p| p.name == name).map(|i| i as u32)
@@ -242,6 +247,8 @@ impl PoolTree {
         // (what it would get without its own limit, which its token bucket enforces instead)
         let mut alloc = vec![0.0; n];
         let mut wcap = vec![0.0; n];
+        // the pool's allocation is cut by a limit, its own or an ancestor's
+        let mut binding = vec![false; n];
         let mut out = vec![Entitlement::default(); vms.len()];
         alloc[ROOT_POOL as usize] = capacity_mhz;
         wcap[ROOT_POOL as usize] = capacity_mhz;
@@ -258,11 +265,15 @@ impl PoolTree {
                 claims.push(Claim { shares: vms[v as usize].shares as f64, lo: l, hi: h });
             }
             let (split, alloc_level) = fill(alloc[id], &claims);
+            if let Some(l) = p.limit_mhz {
+                binding[id] |= alloc[id] >= l as f64 * (1.0 - 1e-9) && unlimited_hi[id] > l as f64;
+            }
             // the weight capacity differs from the allocation only below a limited pool
             let level = if wcap[id] == alloc[id] { alloc_level } else { water_level(wcap[id], &claims) };
             for (k, &c) in p.pools.iter().enumerate() {
                 let c = c as usize;
                 alloc[c] = split[k];
+                binding[c] = binding[id];
                 wcap[c] = (level * self.pools[c].shares as f64).clamp(lo[c], unlimited_hi[c].max(lo[c]));
             }
             for (k, &v) in p.vms.iter().enumerate() {
@@ -272,7 +283,11 @@ impl PoolTree {
                 } else {
                     0.0
                 };
-                out[v as usize] = Entitlement { mhz: split[p.pools.len() + k], weight_mhz: weight };
+                let share_limit_mhz = (binding[id] && vm.powered_on).then(|| {
+                    let r = vm.reservation_mhz as f64;
+                    (alloc_level * vm.shares as f64).clamp(r, vm.cap_mhz.max(r))
+                });
+                out[v as usize] = Entitlement { mhz: split[p.pools.len() + k], weight_mhz: weight, share_limit_mhz };
             }
         }
         (out, hi[ROOT_POOL as usize] <= capacity_mhz)
@@ -287,6 +302,9 @@ pub struct Entitlement {
     /// scheduling weight, MHz: its share at its level's water level, at least its reservation,
     /// at most its vCPUs' worth, limit left to the token buckets
     pub weight_mhz: f64,
+    /// below a pool whose limit binds: its share of the pool's allocation at the water level
+    /// of its parent (at least its reservation, at most its vCPUs), MHz, enforced as a limit
+    pub share_limit_mhz: Option<f64>,
 }
 
 /// Floor and ceiling of one VM: its demanded reservation, and demand under its maximum.

@@ -76,6 +76,10 @@ pub struct VcpuShare {
     pub satisfied: bool,
 }
 
+/// Least entitlement (pCPUs) a vCPU counts with when a bucket's tokens are split, so that one
+/// entitled to nothing still gets slices of a sensible length when it does run.
+const MIN_PART: f64 = 1e-3;
+
 /// States in which a vCPU competes for a pCPU and counts in the fair clock.
 const RUNNABLE: [bool; STATES] = [true, true, false, false, false, false];
 /// States in which a vCPU wants to run, held back by a limit or not (a limiter's active weight).
@@ -83,6 +87,14 @@ const ACTIVE: [bool; STATES] = [true, true, true, false, false, false];
 
 /// No vCPU.
 pub const NONE: u32 = u32::MAX;
+
+/// The tighter of two optional limits.
+fn min_limit(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, y) => x.or(y),
+    }
+}
 
 /// What a vCPU is doing, with esxtop's names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -176,8 +188,13 @@ pub struct Limiter {
     pub refill_gen: u32,
     /// a refill event is pending
     pub refill_pending: bool,
-    /// summed weight of the vCPUs under this limiter that want to run (RUN, READY, MLMTD)
-    pub active_w: f64,
+    /// a VM's own limit as configured, MHz
+    pub user_mhz: Option<f64>,
+    /// a VM's share of a binding pool limit above it, MHz (see `set_share_limit`)
+    pub share_mhz: Option<f64>,
+    /// summed entitlement (pCPUs) of the vCPUs under this limiter that want to run (RUN, READY,
+    /// MLMTD): each gets its bucket's tokens in proportion to its entitlement
+    pub active_alloc: f64,
     /// how many vCPUs under this limiter want to run
     pub active_n: u32,
 }
@@ -312,7 +329,7 @@ impl CpuSched {
         }
         vc.since = now;
         vc.state = state;
-        let (w, key, vm) = (vc.weight, vc.key, vc.vm as usize);
+        let (w, key, vm, a) = (vc.weight, vc.key, vc.vm as usize, vc.alloc.max(MIN_PART));
         if RUNNABLE[old as usize] != RUNNABLE[state as usize] {
             if RUNNABLE[state as usize] {
                 self.clock.join(w, key);
@@ -325,10 +342,10 @@ impl CpuSched {
             for &l in &self.chains[vm] {
                 let lim = &mut self.limiters[l as usize];
                 if up {
-                    lim.active_w += w;
+                    lim.active_alloc += a;
                     lim.active_n += 1;
                 } else {
-                    lim.active_w -= w;
+                    lim.active_alloc -= a;
                     lim.active_n -= 1;
                 }
                 if let Some(b) = &mut lim.bucket {
@@ -378,11 +395,13 @@ impl CpuSched {
         self.limited[vm as usize] = limit_mhz.is_some() || self.chains[vm as usize].len() > 1;
         let limited = self.limited[vm as usize];
         let active = self.vcpus[vcpus.start as usize..vcpus.end as usize].iter().filter(|c| limited && ACTIVE[c.state as usize]);
-        let (w, n) = active.fold((0.0, 0), |(w, n), c| (w + c.weight, n + 1));
+        let (a, n) = active.fold((0.0, 0), |(a, n), c| (a + c.alloc.max(MIN_PART), n + 1));
         let s = &mut self.limiters[vm as usize];
-        s.active_w = w;
+        s.active_alloc = a;
         s.active_n = n;
-        s.bucket = limit_mhz.map(|l| TokenBucket::new(l, self.core_mhz, self.params.limit_burst_ns, now));
+        s.user_mhz = limit_mhz.map(|l| l as f64);
+        let effective = min_limit(s.user_mhz, s.share_mhz);
+        s.bucket = effective.map(|l| TokenBucket::new(l, self.core_mhz, self.params.limit_burst_ns, now));
         if let Some(b) = &mut s.bucket {
             b.set_active(n);
         }
@@ -392,10 +411,41 @@ impl CpuSched {
         self.release_held(vm, now, q);
     }
 
+    /// Set (or clear) VM `vm`'s share of a binding pool limit above it, in MHz: its entitlement
+    /// share of the pool's allocation at the pool's water level (`entitlement.rs`). Enforced in
+    /// the VM's own bucket beside its own limit, so that the children of a limited pool split
+    /// the limit by their shares and reservations however many pCPUs they run on at once (the
+    /// pool's own bucket only caps their sum).
+    pub fn set_share_limit(&mut self, vm: u32, share_mhz: Option<f64>, now: Time, q: &mut EventQueue) {
+        let s = &mut self.limiters[vm as usize];
+        let before = min_limit(s.user_mhz, s.share_mhz);
+        s.share_mhz = share_mhz;
+        let after = min_limit(s.user_mhz, s.share_mhz);
+        match (before, after) {
+            (Some(b), Some(a)) if (a - b).abs() <= 1e-9 * b => {}
+            (Some(_), Some(a)) => {
+                let (core, burst) = (self.core_mhz, self.params.limit_burst_ns);
+                s.bucket.as_mut().expect("a limit has a bucket").set_limit(a, core, burst, now);
+            }
+            (None, Some(a)) => {
+                let mut b = TokenBucket::new(a, self.core_mhz, self.params.limit_burst_ns, now);
+                b.set_active(s.active_n);
+                s.bucket = Some(b);
+            }
+            (Some(_), None) => {
+                s.bucket = None;
+                s.refill_gen = s.refill_gen.wrapping_add(1);
+                s.refill_pending = false;
+                self.release_held(vm, now, q);
+            }
+            (None, None) => {}
+        }
+    }
+
     /// Add a resource pool's limit, binding `vms` (every VM below the pool); returns its index.
     pub fn add_pool_limit(&mut self, limit_mhz: u64, vms: &[u32]) -> u32 {
         let id = self.limiters.len() as u32;
-        let bucket = TokenBucket::new(limit_mhz, self.core_mhz, self.params.limit_burst_ns, 0);
+        let bucket = TokenBucket::new(limit_mhz as f64, self.core_mhz, self.params.limit_burst_ns, 0);
         // called before any VM is powered on, so no vCPU is active yet
         self.limiters.push(Limiter { bucket: Some(bucket), ..Limiter::default() });
         for &vm in vms {
@@ -550,8 +600,10 @@ impl CpuSched {
         for &l in chain {
             let lim = &self.limiters[l as usize];
             if let Some(b) = &lim.bucket {
-                // the vCPUs a bucket binds share its tokens in proportion to their weights
-                let part = vc.weight / lim.active_w.max(vc.weight);
+                // the vCPUs a bucket binds share its tokens in proportion to their entitlements
+                // (inside a limited pool: the split of the limit by shares and reservations)
+                let mine = vc.alloc.max(MIN_PART);
+                let part = mine / lim.active_alloc.max(mine);
                 // a vCPU started from a held list on an otherwise idle pCPU may borrow
                 let tokens = if b.exhausted() { b.tokens + LIMIT_BORROW_NS } else { b.tokens };
                 let allowance = (tokens * part).ceil().max(1.0) as Time;
@@ -796,7 +848,7 @@ impl CpuSched {
         }
         self.clock.reset(0.0);
         for l in &mut self.limiters {
-            l.active_w = 0.0;
+            l.active_alloc = 0.0;
             l.active_n = 0;
         }
         for vc in &self.vcpus {
@@ -805,7 +857,7 @@ impl CpuSched {
             }
             if self.limited[vc.vm as usize] && ACTIVE[vc.state as usize] {
                 for &l in &self.chains[vc.vm as usize] {
-                    self.limiters[l as usize].active_w += vc.weight;
+                    self.limiters[l as usize].active_alloc += vc.alloc.max(MIN_PART);
                     self.limiters[l as usize].active_n += 1;
                 }
             }
