@@ -15,11 +15,20 @@
 //! queue's head and the other queues' heads (pull migration); a vCPU that wakes goes to an idle
 //! pCPU if there is one, preferring its last pCPU and then its LLC (push migration), and
 //! otherwise preempts the running vCPU with the highest key in its LLC if its own key is lower
-//! by more than a margin, or else queues on its last pCPU. A vCPU runs for at most one quantum,
-//! its remaining burst, or its part of what the limit buckets binding it allow (`limit.rs`): its
-//! VM's own and those of every resource pool above it with a limit. The part is in proportion to
-//! its weight among the vCPUs the bucket binds that want to run, so that inside a limited pool
-//! CPU is split by the children's shares and reservations, not first come first served.
+//! by more than a margin, or else queues on its last pCPU. Keys are not the whole rule: a vCPU
+//! entitled to a whole pCPU, or on an uncommitted host one that gets all it wants, is displaced
+//! only by a vCPU entitled to at least as much (`displaceable`), because it can make lost time
+//! up only in the slack its entitlement leaves; without this, colliding wake-ups and limited
+//! VMs sharing a spare pCPU would take their turns out of the busiest vCPUs, which then fall
+//! below their max-min allocation.
+//!
+//! A vCPU runs for at most one quantum, its remaining burst, or its part of what the limit
+//! buckets binding it allow (`limit.rs`): its VM's own, its share of a binding pool limit above
+//! it (`set_share_limit`), and those of every resource pool above it with a limit. A bucket's
+//! tokens are split in proportion to the entitlements of the vCPUs it binds that want to run.
+//! A vCPU a limit holds back waits in MLMTD; it may still run into a little debt on a pCPU that
+//! would otherwise idle (`borrower`), so limited VMs whose refills fall at the same time do not
+//! leave CPU idle that others could use.
 //!
 //! Capacity is cores: until hyperthreading is modelled (its own issue), the scheduler runs one
 //! vCPU per core and a core's second thread adds nothing.
@@ -46,6 +55,11 @@
 //!   the host wherever it is queued: most dispatches migrate. ESX 4's load-based migration
 //!   throttling ([WP §3.3.1]) belongs with the migration-cost model.
 //! - A VM's weight is split evenly over its vCPUs, whatever each vCPU demands.
+//! - The demand estimate counts READY time as demand, as runnable time is what a vCPU wanted;
+//!   on a host loaded near 100% by open-loop work, wake-ups colliding on busy pCPUs inflate the
+//!   estimates of VMs that get all they want, which can tip the host into looking contended.
+//! - Near 100% load, finite runs end with work still queued in the guests: usage then trails
+//!   the max-min allocation by that backlog, as any queue near saturation does.
 
 use super::clock::FairClock;
 use super::limit::{TokenBucket, LIMIT_BORROW_NS};
