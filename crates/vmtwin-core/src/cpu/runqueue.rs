@@ -173,26 +173,19 @@ impl QueueSet {
         self.len
     }
 
-    /// Re-read queue `p`'s head and fix its ancestors, stopping where nothing changes. The
-    /// value climbing the tree is kept in hand, so each level reads only the sibling.
+    /// Re-read queue `p`'s head and fix its ancestors, stopping where nothing changes.
     #[inline]
     fn refresh(&mut self, p: u32) {
-        let head = self.queues[p as usize].head().map_or(NO_HEAD, |h| with_id(h, p));
-        set_leaf(&mut self.tree, self.leaves + p as usize, head);
-    }
-}
-
-/// Set leaf `i` of tournament tree `tree` to `v` and fix its ancestors.
-#[inline]
-fn set_leaf(tree: &mut [u128], mut i: usize, mut v: u128) {
-    tree[i] = v;
-    while i > 1 {
-        v = v.min(tree[i ^ 1]);
-        i /= 2;
-        if tree[i] == v {
-            break;
+        let mut i = self.leaves + p as usize;
+        self.tree[i] = self.queues[p as usize].head().map_or(NO_HEAD, |h| with_id(h, p));
+        while i > 1 {
+            i /= 2;
+            let m = self.tree[2 * i].min(self.tree[2 * i + 1]);
+            if self.tree[i] == m {
+                break;
+            }
+            self.tree[i] = m;
         }
-        tree[i] = v;
     }
 }
 
