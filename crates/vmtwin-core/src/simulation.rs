@@ -322,6 +322,7 @@ impl Simulation {
     }
 
     /// Process the next event and return it.
+    #[inline]
     fn step_event(&mut self) -> Option<Event> {
         let (t, ev) = self.queue.pop()?;
         self.now = t;
