@@ -117,16 +117,20 @@ pub fn water_level(capacity: f64, claims: &[Claim]) -> f64 {
         return 0.0;
     }
     // Breakpoints of F(lambda): at lo_i/s_i child i starts growing, at hi_i/s_i it stops.
-    let mut points: Vec<(f64, usize, bool)> = Vec::with_capacity(2 * claims.len());
+    // Each packed as (lambda bits, child, stops?): the bits of non-negative floats order like
+    // the values, so one integer sort orders by lambda, then child, starts before stops.
+    let mut points: Vec<u128> = Vec::with_capacity(2 * claims.len());
     for (i, c) in claims.iter().enumerate() {
-        points.push((c.lo / c.shares, i, true));
-        points.push((c.hi / c.shares, i, false));
+        let i = (i as u128) << 1;
+        points.push((u128::from((c.lo / c.shares).to_bits()) << 64) | i);
+        points.push((u128::from((c.hi / c.shares).to_bits()) << 64) | i | 1);
     }
-    points.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(b.2.cmp(&a.2)));
+    points.sort_unstable();
     // Walk lambda upward; F(lambda) = fixed + lambda * slope on each segment.
     let mut fixed = lo_sum;
     let mut slope = 0.0;
-    for &(point, i, starts) in &points {
+    for &packed in &points {
+        let (point, i, starts) = (f64::from_bits((packed >> 64) as u64), (packed as u64 >> 1) as usize, packed & 1 == 0);
         if fixed + point * slope >= capacity {
             break;
         }

@@ -92,11 +92,6 @@ impl RunQueue {
     pub fn pop(&mut self) -> Option<u32> {
         self.sorted.pop().map(id_of)
     }
-
-    /// Queued vCPUs, head first.
-    fn ids(&self) -> impl Iterator<Item = u32> + '_ {
-        self.sorted.iter().rev().map(|&e| id_of(e))
-    }
 }
 
 /// Head of an empty queue in the tournament tree: larger than any real head.
@@ -154,17 +149,23 @@ impl QueueSet {
         self.queues[p as usize].head().map(id_of)
     }
 
-    /// Empty every queue, returning `(pCPU, vCPU)` pairs queue by queue, head first (so that
-    /// pushing them back with new keys keeps ties in their old order).
-    pub fn drain(&mut self) -> Vec<(u32, u32)> {
-        let mut out = Vec::with_capacity(self.len);
-        for (p, q) in self.queues.iter_mut().enumerate() {
-            out.extend(q.ids().map(|v| (p as u32, v)));
-            q.sorted.clear();
+    /// Give every queued vCPU a new key, `key(vcpu)`, keeping each one's queue and enqueue
+    /// order (for ties), and rebuild the tree: one sort per queue instead of a re-insert per
+    /// vCPU.
+    pub fn rekey(&mut self, key: impl Fn(u32) -> f64) {
+        for q in &mut self.queues {
+            for e in &mut q.sorted {
+                let v = id_of(*e);
+                *e = (u128::from(ordered_bits(key(v))) << 64) | (*e & u128::from(u64::MAX));
+            }
+            q.sorted.sort_unstable_by(|a, b| b.cmp(a));
         }
-        self.tree.fill(NO_HEAD);
-        self.len = 0;
-        out
+        for p in 0..self.queues.len() {
+            self.tree[self.leaves + p] = self.queues[p].head().map_or(NO_HEAD, |h| with_id(h, p as u32));
+        }
+        for i in (1..self.leaves).rev() {
+            self.tree[i] = self.tree[2 * i].min(self.tree[2 * i + 1]);
+        }
     }
 
     /// Number of queued vCPUs on the host.
@@ -215,8 +216,13 @@ mod tests {
         qs.push(1, -3.0, 2, 2);
         qs.push(0, -0.25, 3, 3);
         assert_eq!(qs.best(), Some((1, -3.0)));
-        assert_eq!(qs.drain(), vec![(0, 3), (0, 1), (1, 2)]);
-        assert_eq!(qs.best(), None);
+        // new keys reorder queue 0 and move the host's best to it
+        qs.rekey(|v| [0.0, 1.0, 9.0, 2.0][v as usize]);
+        assert_eq!(qs.best(), Some((0, 1.0)));
+        assert_eq!(qs.pop(0), Some(1));
+        assert_eq!(qs.best(), Some((0, 2.0)));
+        assert_eq!(qs.pop(0), Some(3));
+        assert_eq!(qs.best(), Some((1, 9.0)));
     }
 
     #[test]

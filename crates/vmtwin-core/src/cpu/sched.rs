@@ -892,10 +892,8 @@ impl CpuSched {
                 pc.run_alloc = vc.alloc;
             }
         }
-        for (p, v) in self.queues.drain() {
-            self.seq += 1;
-            self.queues.push(p, self.vcpus[v as usize].key, self.seq, v);
-        }
+        let vcpus = &self.vcpus;
+        self.queues.rekey(|v| vcpus[v as usize].key);
     }
 
     /// The fair clock's reading now, in virtual ns.
