@@ -95,7 +95,6 @@ def test_accounting_identities(sc: Scenario):
         assert ((ns[c] >= 0) & (ns[c] <= span)).all(), c
     states = ns["run_ns"] + ns["ready_ns"] + ns["wait_ns"] + ns["idle_ns"] + ns["mlmtd_ns"]
     assert (states == span).all()
-    assert (ns["used_ns"] == ns["run_ns"]).all()  # no hyperthread charging yet
 
     # percentages are those nanoseconds over the span
     pct = {c: vcpu[c].to_numpy() for c in PCT_COLUMNS}
@@ -124,6 +123,28 @@ def test_accounting_identities(sc: Scenario):
     for t, run in run_per_interval.items():
         assert util[t] == np.float64(util[t]) and util[t] <= 100 + 1e-9
         assert abs(util[t] - 100 * run / (pcpus * SAMPLE_NS)) < 1e-6
+
+    # the host's capacity is its cores' MHz (hyperthreads add none), and its used_mhz and
+    # %PCPU_USED are the vCPUs' charged time over the interval
+    core_mhz = spec["host"]["core_mhz"]
+    assert (host["capacity_mhz"] == sc.host.cores * core_mhz).all()
+    used_per_interval = vcpu.assign(used=ns["used_ns"]).groupby("time_s")["used"].sum()
+    by_t = host.set_index("time_s")
+    for t, used in used_per_interval.items():
+        assert abs(by_t.loc[t, "used_mhz"] - used / SAMPLE_NS * core_mhz) < 1e-6
+        assert abs(by_t.loc[t, "%PCPU_USED"] - 100 * used / (pcpus * SAMPLE_NS)) < 1e-6
+
+    # charged time is work the guest had: none for an idle guest; with fixed bursts, at most
+    # duty of the powered-on time plus a burst per vCPU (each burst is followed by its think
+    # time), with a burst more of slack for rounding
+    for v, vm_model in zip(spec["vms"], sc.vms):
+        used = sim.counters(v["name"])["used_ns"]
+        w = vm_model.workload
+        if isinstance(w, Idle):
+            assert used == 0, v["name"]
+        elif w.burst_distribution == "fixed":
+            on_for = max(0, spec["duration_ns"] - v["power_on_ns"])
+            assert used <= v["vcpus"] * (w.duty * on_for + 2 * w.burst), (v["name"], used)
 
     # a VM limit holds over the run (bucket depth and one overdrawn slice per vCPU of slack)
     for v in spec["vms"]:
