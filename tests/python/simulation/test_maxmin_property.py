@@ -15,8 +15,7 @@ Exponential bursts are drawn only for VMs whose demand exceeds their allocation 
 Poisson arrivals make a VM's realised demand over a minute wander by several percent around its mean,
 more than the tolerance, whereas a backlogged VM uses its allocation whatever its arrivals do.
 
-An example whose run needs more than MAX_EVENTS_PER_PCPU_S events per pCPU and simulated second
-fails too (an
+An example whose run needs more than MAX_EVENTS_PER_S events per simulated second fails too (an
 engine thrashing on events), which keeps the file's runtime bounded. Failing examples are not
 shrunk (each try is a simulation; shrinking took minutes): the message prints the whole
 scenario, expected and got per VM, and the example database replays it first next time.
@@ -35,7 +34,7 @@ WARMUP_S = 5
 REL_TOL = 0.02
 ABS_TOL_PCPU = 0.005
 BACKLOG = 1.15  # demand / allocation above which a VM's bursts may be exponential
-MAX_EVENTS_PER_PCPU_S = 25_000
+MAX_EVENTS_PER_S = 500_000
 
 
 def _shares(draw, levels):
@@ -124,17 +123,18 @@ def scenarios(draw, with_pools=True):
 def measure(sc: Scenario) -> dict[str, float]:
     """MHz each VM used from WARMUP_S to the end.
 
-    Runs in 5 s steps and fails early if the engine needs more than MAX_EVENTS_PER_PCPU_S: bursts
-    (at most one per 2 ms per pCPU's worth of work), quanta, samples and entitlement updates come
-    to a few thousand events per pCPU and simulated second, so beyond that the engine is
-    thrashing, and the test's runtime stays bounded.
+    Runs in 5 s steps and fails early if the engine needs more than MAX_EVENTS_PER_S per simulated
+    second: bursts (at most one per 2 ms per pCPU's worth of work), quanta, samples and entitlement
+    updates come to a few thousand per pCPU (a binding pool limit served in 1 ms slices: tens of
+    thousands), so beyond that the engine is thrashing (seen: 4.4 M/s on 8 pCPUs, 37 s for one
+    example), and the test's runtime stays bounded.
     """
     sim = Simulation(sc)
     sim.run_until(f"{WARMUP_S}s")
     before = {v: sim.counters(v)["used_ns"] for v in sim.vm_names}
     for t in range(WARMUP_S + 5, DURATION_S + 1, 5):
         sim.run_until(f"{t}s")
-        assert sim.event_count <= MAX_EVENTS_PER_PCPU_S * sc.host.cores * t, (
+        assert sim.event_count <= MAX_EVENTS_PER_S * t, (
             f"{sim.event_count} events in the first {t} s on {sc.host.cores} pCPUs: the engine thrashes\n"
             f"{sc.to_yaml()}")
     span = (DURATION_S - WARMUP_S) * 1e9
