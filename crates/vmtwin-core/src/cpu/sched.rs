@@ -688,8 +688,9 @@ impl CpuSched {
     }
 
     /// A vCPU held by a limit that may run on a pCPU that would otherwise idle, by letting its
-    /// buckets run into at most [`LIMIT_BORROW_NS`] of debt (repaid before it is released
-    /// again, so its long-run rate still never exceeds the limit): the one with the lowest key,
+    /// buckets (none of them in debt) run into at most [`LIMIT_BORROW_NS`] of debt (repaid
+    /// before it is released again, so its long-run rate still never exceeds the limit; and
+    /// never a sliver: a bucket in debt does not lend): the one with the lowest key,
     /// taken out of its limiter's held list. Limited VMs run in bursts between refills, and
     /// without this a pCPU would idle whenever all of them are held at once although CPU is
     /// wanted, which a fluid max-min allocation never does.
@@ -703,7 +704,7 @@ impl CpuSched {
                 }
                 let vm = self.vcpus[v as usize].vm as usize;
                 let ok = self.chains[vm].iter().all(|&c| {
-                    self.limiters[c as usize].bucket.as_ref().is_none_or(|b| b.tokens_at(now) > -LIMIT_BORROW_NS)
+                    self.limiters[c as usize].bucket.as_ref().is_none_or(|b| b.tokens_at(now) >= 0.0)
                 });
                 if ok {
                     best = Some((key, l as u32, i));
