@@ -32,7 +32,7 @@ mean-demand oracle assumes the bursty VM's vCPUs would queue for it). They run o
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 from maxmin_oracle import expected_vm_mhz
 
@@ -197,5 +197,48 @@ def test_flat_vms_get_their_maxmin_allocation(sc: Scenario):
 @settings(max_examples=150, **SETTINGS)
 @given(scenarios(with_pools=True))
 def test_pooled_vms_get_their_hierarchical_maxmin_allocation(sc: Scenario):
+    bad, report = violations(sc)
+    assert not bad, f"VMs off their max-min allocation: {bad}\n{report}\n--- scenario ---\n{sc.to_yaml()}"
+
+
+# --------------------------------------------------------------------------------------------
+# The regime where max-min on mean demands is attainable: gating
+# --------------------------------------------------------------------------------------------
+
+NEAR_CRITICAL = (0.85, 1.15)  # host load (mean demand / capacity) where guest backlogs linger
+BURST_EXPOSED = 0.5  # per-vCPU allocation above which a held-back VM loses what bursts overlap
+
+
+def attainable(sc: Scenario) -> bool:
+    """True unless the scenario is in one of the two regimes of the quarantined tests' misses.
+
+    Near critical load a finite run ends with seconds of work queued in the guests. And a VM held
+    back by the others whose per-vCPU allocation is above BURST_EXPOSED loses, beside VMs whose
+    duty-cycled bursts get all they want, about what those bursts overlap: a scheduler serving
+    the bursts promptly cannot reach the optimum on mean demands. Busy VMs beside it are fine.
+    """
+    core = sc.host.core_mhz
+    expected = expected_vm_mhz(sc)
+    demand = {v.name: 0.0 if isinstance(v.workload, Idle) else v.workload.duty * v.vcpus * core for v in sc.vms}
+    load = sum(demand.values()) / (sc.host.cores * core)
+    if NEAR_CRITICAL[0] <= load <= NEAR_CRITICAL[1]:
+        return False
+    bursty_satisfied = any(not isinstance(v.workload, Idle) and v.workload.duty < 1.0
+                           and demand[v.name] <= expected[v.name] * (1 + REL_TOL) for v in sc.vms)
+    exposed = any(demand[v.name] > expected[v.name] * (1 + REL_TOL)
+                  and expected[v.name] / (v.vcpus * core) > BURST_EXPOSED for v in sc.vms)
+    return not (bursty_satisfied and exposed)
+
+
+@KNOWN_GAPS
+@settings(max_examples=60, **SETTINGS)
+@given(scenarios(with_pools=True))
+def test_attainable_scenarios_get_their_hierarchical_maxmin_allocation(sc: Scenario):
+    """The strict property on the scenarios `attainable` keeps (about 85% of those drawn): pools
+    two deep, reservations, limits, 1-8 vCPU VMs, duty-cycled and busy VMs. At the end of the
+    session about 95% of these pass (131 of 138 sampled); the misses are VMs with very low shares
+    among several held-back VMs (-4% of a small allocation) and nested pools (up to 8 points),
+    and one start-up backlog served after the warm-up. Quarantined with the others until 0."""
+    assume(attainable(sc))
     bad, report = violations(sc)
     assert not bad, f"VMs off their max-min allocation: {bad}\n{report}\n--- scenario ---\n{sc.to_yaml()}"
