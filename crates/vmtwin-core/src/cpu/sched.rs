@@ -162,6 +162,10 @@ pub struct Vcpu {
     pub demand: f64,
     /// runnable ns (run + ready + mlmtd) at the last demand update
     pub runnable_mark: u64,
+    /// when the demand estimate was last updated (or the vCPU powered on)
+    pub demand_since: Time,
+    /// the estimate holds a measurement, not the power-on guess
+    pub demand_measured: bool,
 }
 
 impl Vcpu {
@@ -279,6 +283,8 @@ impl CpuSched {
                     work_left: 0,
                     demand: 1.0,
                     runnable_mark: 0,
+                    demand_since: 0,
+                    demand_measured: false,
                 });
             }
         }
@@ -400,6 +406,7 @@ impl CpuSched {
             vc.state = VcpuState::Idle;
             vc.key = clock;
             vc.runnable_mark = vc.runnable_ns();
+            vc.demand_since = now;
         }
     }
 
@@ -817,9 +824,12 @@ impl CpuSched {
         }
     }
 
-    /// Update every powered-on vCPU's demand estimate from its runnable time over the last
-    /// `interval` ns: `demand = w * runnable/interval + (1 - w) * demand`, in pCPUs. Runnable
-    /// time (RUN + READY + MLMTD) is what the vCPU wanted; it is not capped by the limit.
+    /// Update every powered-on vCPU's demand estimate from its runnable time since the last
+    /// update (at most `interval` ns): `demand = w * runnable/span + (1 - w) * demand`, in pCPUs.
+    /// Runnable time (RUN + READY + MLMTD) is what the vCPU wanted; it is not capped by the
+    /// limit. The first measurement after power-on replaces the guess the estimate starts from
+    /// (a whole pCPU per vCPU) instead of blending with it, so a VM's entitlement reflects what it
+    /// does after one interval rather than three or four.
     pub fn update_demand(&mut self, now: Time, interval: Time) {
         self.account_all(now);
         let w = self.params.demand_ewma_weight;
@@ -827,10 +837,17 @@ impl CpuSched {
             if vc.state == VcpuState::Off {
                 continue;
             }
+            let span = now.saturating_sub(vc.demand_since).min(interval);
+            if span == 0 {
+                continue;
+            }
             let runnable = vc.runnable_ns();
-            let frac = (runnable - vc.runnable_mark) as f64 / interval as f64;
+            let frac = ((runnable - vc.runnable_mark) as f64 / span as f64).min(1.0);
             vc.runnable_mark = runnable;
-            vc.demand = w * frac.min(1.0) + (1.0 - w) * vc.demand;
+            vc.demand_since = now;
+            // the first measurement replaces the power-on guess rather than blending with it
+            vc.demand = if vc.demand_measured { w * frac + (1.0 - w) * vc.demand } else { frac };
+            vc.demand_measured = true;
         }
     }
 
