@@ -437,19 +437,13 @@ impl Simulation {
                 }
             })
             .collect();
-        let (ent, uncommitted) = self.pools.entitlements(&claims, self.topo.capacity_mhz() as f64);
+        let ent = self.pools.entitlements(&claims, self.topo.capacity_mhz() as f64);
         let mut per_vcpu = vec![VcpuShare::default(); self.sched.vcpus.len()];
         for (i, v) in self.vms.iter_mut().enumerate() {
             v.entitlement_mhz = ent[i].mhz;
             v.demand_est_mhz = claims[i].demand_mhz;
             let per = v.vcpus as f64 * core;
-            let ceiling = claims[i].demand_mhz.min(claims[i].max_mhz);
-            let share = VcpuShare {
-                weight: ent[i].weight_mhz / per,
-                alloc: ent[i].mhz / per,
-                // getting all it wants only says it has slack to wait in when no VM is held back
-                satisfied: uncommitted && ent[i].mhz >= ceiling * (1.0 - 1e-9),
-            };
+            let share = VcpuShare { weight: ent[i].weight_mhz / per, alloc: ent[i].mhz / per, satisfied: ent[i].satisfied };
             per_vcpu[v.first_vcpu as usize..(v.first_vcpu + v.vcpus) as usize].fill(share);
         }
         if self.pools.has_limits() {

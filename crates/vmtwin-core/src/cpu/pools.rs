@@ -218,9 +218,8 @@ impl PoolTree {
     }
 
     /// Entitlement and scheduling weight of every VM, given each VM's claim and the host
-    /// capacity (see `entitlement.rs` for both), and whether the host is uncommitted: every VM
-    /// gets all it wants (demand, limit or vCPUs), no one is held back by the others.
-    pub fn entitlements(&self, vms: &[VmClaim], capacity_mhz: f64) -> (Vec<Entitlement>, bool) {
+    /// capacity (see `entitlement.rs` for both).
+    pub fn entitlements(&self, vms: &[VmClaim], capacity_mhz: f64) -> Vec<Entitlement> {
         let n = self.pools.len();
         // bottom-up: floor and ceiling of every pool (children have larger indices)
         let mut lo = vec![0.0; n];
@@ -274,23 +273,27 @@ impl PoolTree {
                 let c = c as usize;
                 alloc[c] = split[k];
                 binding[c] = binding[id];
-                wcap[c] = (level * self.pools[c].shares as f64).clamp(lo[c], unlimited_hi[c].max(lo[c]));
+                wcap[c] = share_at(level, self.pools[c].shares, lo[c], unlimited_hi[c]);
             }
             for (k, &v) in p.vms.iter().enumerate() {
                 let vm = &vms[v as usize];
-                let weight = if vm.powered_on {
-                    (level * vm.shares as f64).clamp(vm.reservation_mhz as f64, vm.cap_mhz.max(vm.reservation_mhz as f64))
-                } else {
-                    0.0
+                let r = vm.reservation_mhz as f64;
+                let mhz = split[p.pools.len() + k];
+                out[v as usize] = Entitlement {
+                    mhz,
+                    weight_mhz: if vm.powered_on { share_at(level, vm.shares, r, vm.cap_mhz) } else { 0.0 },
+                    share_limit_mhz: (binding[id] && vm.powered_on).then(|| share_at(alloc_level, vm.shares, r, vm.cap_mhz)),
+                    satisfied: vm.powered_on && mhz >= vm_bounds(vm).1 * (1.0 - 1e-9),
                 };
-                let share_limit_mhz = (binding[id] && vm.powered_on).then(|| {
-                    let r = vm.reservation_mhz as f64;
-                    (alloc_level * vm.shares as f64).clamp(r, vm.cap_mhz.max(r))
-                });
-                out[v as usize] = Entitlement { mhz: split[p.pools.len() + k], weight_mhz: weight, share_limit_mhz };
             }
         }
-        (out, hi[ROOT_POOL as usize] <= capacity_mhz)
+        // getting all it wants says a VM has slack to wait in only when no VM is held back
+        if hi[ROOT_POOL as usize] > capacity_mhz {
+            for e in &mut out {
+                e.satisfied = false;
+            }
+        }
+        out
     }
 }
 
@@ -305,6 +308,14 @@ pub struct Entitlement {
     /// below a pool whose limit binds: its share of the pool's allocation at the water level
     /// of its parent (at least its reservation, at most its vCPUs), MHz, enforced as a limit
     pub share_limit_mhz: Option<f64>,
+    /// the host is uncommitted (every VM gets all it wants: demand, limit or vCPUs)
+    pub satisfied: bool,
+}
+
+/// A child's share at water level `level` (MHz per share), clamped to `[floor, ceiling]` (the
+/// floor wins if they cross).
+fn share_at(level: f64, shares: u32, floor: f64, ceiling: f64) -> f64 {
+    (level * shares as f64).clamp(floor, ceiling.max(floor))
 }
 
 /// Floor and ceiling of one VM: its demanded reservation, and demand under its maximum.
@@ -387,8 +398,8 @@ mod tests {
         t.pools[a as usize].vms.push(0);
         t.pools[b as usize].vms.push(1);
         let vm = |shares| VmClaim { shares, reservation_mhz: 0, max_mhz: 4000.0, cap_mhz: 4000.0, demand_mhz: 4000.0, powered_on: true };
-        let (e, uncommitted) = t.entitlements(&[vm(8000), vm(1000)], 4000.0);
-        assert!(!uncommitted);
+        let e = t.entitlements(&[vm(8000), vm(1000)], 4000.0);
+        assert!(e.iter().all(|e| !e.satisfied));
         assert_eq!(e.iter().map(|e| e.mhz).collect::<Vec<_>>(), vec![1000.0, 3000.0]);
         assert_eq!(e.iter().map(|e| e.weight_mhz).collect::<Vec<_>>(), vec![1000.0, 3000.0]);
     }
@@ -404,7 +415,7 @@ mod tests {
         };
         let mut t = t;
         t.pools[0].vms = vec![0, 1, 2];
-        let (e, _) = t.entitlements(&[claim(1000, 2000, 2000.0, 200.0), claim(2000, 2000, 4000.0, 4000.0), claim(1000, 0, 2000.0, 2000.0)], 4000.0);
+        let e = t.entitlements(&[claim(1000, 2000, 2000.0, 200.0), claim(2000, 2000, 4000.0, 4000.0), claim(1000, 0, 2000.0, 2000.0)], 4000.0);
         let close = |a: f64, b: f64| (a - b).abs() < 1e-6;
         assert!(close(e[0].mhz, 200.0) && close(e[1].mhz, 3800.0 * 2.0 / 3.0) && close(e[2].mhz, 3800.0 / 3.0), "{e:?}");
         assert!(close(e[0].weight_mhz, 2000.0) && close(e[1].weight_mhz, e[1].mhz) && close(e[2].weight_mhz, e[2].mhz), "{e:?}");

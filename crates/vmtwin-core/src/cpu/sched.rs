@@ -169,6 +169,13 @@ pub struct Vcpu {
 }
 
 impl Vcpu {
+    /// What the vCPU counts for when its buckets' tokens are split: its entitlement, at least
+    /// [`MIN_PART`].
+    #[inline]
+    fn bucket_part(&self) -> f64 {
+        self.alloc.max(MIN_PART)
+    }
+
     /// Runnable ns so far: RUN + READY + MLMTD.
     pub fn runnable_ns(&self) -> u64 {
         self.time_ns[VcpuState::Run as usize]
@@ -349,7 +356,7 @@ impl CpuSched {
         }
         vc.since = now;
         vc.state = state;
-        let (w, key, vm, a) = (vc.weight, vc.key, vc.vm as usize, vc.alloc.max(MIN_PART));
+        let (w, key, vm, a) = (vc.weight, vc.key, vc.vm as usize, vc.bucket_part());
         if RUNNABLE[old as usize] != RUNNABLE[state as usize] {
             if RUNNABLE[state as usize] {
                 self.clock.join(w, key);
@@ -416,7 +423,7 @@ impl CpuSched {
         self.limited[vm as usize] = limit_mhz.is_some() || self.chains[vm as usize].len() > 1;
         let limited = self.limited[vm as usize];
         let active = self.vcpus[vcpus.start as usize..vcpus.end as usize].iter().filter(|c| limited && ACTIVE[c.state as usize]);
-        let (a, n) = active.fold((0.0, 0), |(a, n), c| (a + c.alloc.max(MIN_PART), n + 1));
+        let (a, n) = active.fold((0.0, 0), |(a, n), c| (a + c.bucket_part(), n + 1));
         let s = &mut self.limiters[vm as usize];
         s.active_alloc = a;
         s.active_n = n;
@@ -623,7 +630,7 @@ impl CpuSched {
             if let Some(b) = &lim.bucket {
                 // the vCPUs a bucket binds share its tokens in proportion to their entitlements
                 // (inside a limited pool: the split of the limit by shares and reservations)
-                let mine = vc.alloc.max(MIN_PART);
+                let mine = vc.bucket_part();
                 let part = mine / lim.active_alloc.max(mine);
                 // a vCPU started from a held list on an otherwise idle pCPU may borrow
                 let tokens = if b.exhausted() { b.tokens + LIMIT_BORROW_NS } else { b.tokens };
@@ -889,7 +896,7 @@ impl CpuSched {
             }
             if self.limited[vc.vm as usize] && ACTIVE[vc.state as usize] {
                 for &l in &self.chains[vc.vm as usize] {
-                    self.limiters[l as usize].active_alloc += vc.alloc.max(MIN_PART);
+                    self.limiters[l as usize].active_alloc += vc.bucket_part();
                     self.limiters[l as usize].active_n += 1;
                 }
             }
