@@ -181,6 +181,11 @@ def violations(sc: Scenario) -> tuple[list[str], str]:
     return bad, "\n".join(lines)
 
 
+def assert_on_allocation(sc: Scenario) -> None:
+    bad, report = violations(sc)
+    assert not bad, f"VMs off their max-min allocation: {bad}\n{report}\n--- scenario ---\n{sc.to_yaml()}"
+
+
 SETTINGS = dict(deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate],
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
@@ -189,16 +194,14 @@ SETTINGS = dict(deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.genera
 @settings(max_examples=100, **SETTINGS)
 @given(scenarios(with_pools=False))
 def test_flat_vms_get_their_maxmin_allocation(sc: Scenario):
-    bad, report = violations(sc)
-    assert not bad, f"VMs off their max-min allocation: {bad}\n{report}\n--- scenario ---\n{sc.to_yaml()}"
+    assert_on_allocation(sc)
 
 
 @KNOWN_GAPS
 @settings(max_examples=150, **SETTINGS)
 @given(scenarios(with_pools=True))
 def test_pooled_vms_get_their_hierarchical_maxmin_allocation(sc: Scenario):
-    bad, report = violations(sc)
-    assert not bad, f"VMs off their max-min allocation: {bad}\n{report}\n--- scenario ---\n{sc.to_yaml()}"
+    assert_on_allocation(sc)
 
 
 # --------------------------------------------------------------------------------------------
@@ -245,5 +248,4 @@ def test_attainable_scenarios_get_their_hierarchical_maxmin_allocation(sc: Scena
     among several held-back VMs (-4% of a small allocation) and nested pools (up to 8 points),
     and one start-up backlog served after the warm-up. Quarantined with the others until 0."""
     assume(attainable(sc))
-    bad, report = violations(sc)
-    assert not bad, f"VMs off their max-min allocation: {bad}\n{report}\n--- scenario ---\n{sc.to_yaml()}"
+    assert_on_allocation(sc)
