@@ -8,6 +8,7 @@ anything.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from pathlib import Path
@@ -20,6 +21,12 @@ from rich.table import Table
 from vmtwin.exceptions import VmtwinError
 
 USER_ERROR = 2
+
+#: Subcommands owned by other packages. Each module has ``register(subparsers)``, which adds its
+#: parsers and sets ``func``; command functions import their heavy modules lazily, so that
+#: ``vmtwin --help`` stays fast. Errors they raise go through the one boundary in :func:`main`.
+COMMAND_MODULES: tuple[str, ...] = (
+)
 
 # piped output keeps whole lines (rich would otherwise cut table cells at 80 columns)
 out = Console(width=None if sys.stdout.isatty() else 160)
@@ -171,6 +178,9 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--json", action="store_true", help="print rows as JSON")
     x.add_argument("-o", "--output", help="folder of the --all validation report")
     x.set_defaults(func=_cmd_reproduce)
+
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
     return p
 
 
