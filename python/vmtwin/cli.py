@@ -99,7 +99,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    from vmtwin.results import to_esxtop_csv
+    from vmtwin.export.esxtop import to_esxtop_csv
 
     path = to_esxtop_csv(args.results, args.esxtop)
     out.print(f"esxtop batch CSV: {path}")

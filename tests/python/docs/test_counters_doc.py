@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from vmtwin.results import to_esxtop_csv
+from vmtwin.export.esxtop import to_esxtop_csv
 from vmtwin.simulation import Simulation
 
 ROOT = Path(__file__).resolve().parents[3]

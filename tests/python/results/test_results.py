@@ -14,12 +14,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vmtwin import results as results_mod
+from vmtwin.export.esxtop import to_esxtop_csv
 from vmtwin.results import (
     TABLE_COLUMNS,
     Results,
     columns_from_engine,
     open_results,
-    to_esxtop_csv,
     write_results,
 )
 

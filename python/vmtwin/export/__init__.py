@@ -1,0 +1,1 @@
+"""Exports of a results folder to other tools' formats."""
