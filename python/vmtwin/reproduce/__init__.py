@@ -7,7 +7,7 @@ verdict ``NOT JUDGED``; the rest are judged ``PASS`` or ``FAIL``. Misses are rep
 hidden.
 
 >>> sorted(EXPERIMENTS)
-['cpu-limit', 'cpu-reservation', 'cpu-shares']
+['cpu-limit', 'cpu-reservation', 'cpu-shares', 'tier1-hadoop', 'tier1-latency', 'tier1-oltp', 'tier1-throughput']
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ from vmtwin.exceptions import scenario_error
 from vmtwin.reproduce.base import Experiment, Row
 from vmtwin.reproduce.cpu import CPU_EXPERIMENTS
 from vmtwin.reproduce.report import run_all
+from vmtwin.reproduce.tier1 import TIER1_EXPERIMENTS
 
-EXPERIMENTS: dict[str, Experiment] = {e.id: e for e in CPU_EXPERIMENTS}
+EXPERIMENTS: dict[str, Experiment] = {e.id: e for e in [*CPU_EXPERIMENTS, *TIER1_EXPERIMENTS]}
 
 
 def get(experiment_id: str) -> Experiment:
