@@ -178,10 +178,12 @@ impl QueueSet {
     #[inline]
     fn refresh(&mut self, p: u32) {
         let mut i = self.leaves + p as usize;
-        self.tree[i] = self.queues[p as usize].head().map_or(NO_HEAD, |h| with_id(h, p));
+        let mut m = self.queues[p as usize].head().map_or(NO_HEAD, |h| with_id(h, p));
+        self.tree[i] = m;
+        // the new minimum of each ancestor is the one below it against its sibling
         while i > 1 {
+            m = m.min(self.tree[i ^ 1]);
             i /= 2;
-            let m = self.tree[2 * i].min(self.tree[2 * i + 1]);
             if self.tree[i] == m {
                 break;
             }
