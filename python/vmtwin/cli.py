@@ -26,6 +26,7 @@ USER_ERROR = 2
 #: parsers and sets ``func``; command functions import their heavy modules lazily, so that
 #: ``vmtwin --help`` stays fast. Errors they raise go through the one boundary in :func:`main`.
 COMMAND_MODULES: tuple[str, ...] = (
+    "vmtwin.analytics.cli",
 )
 
 # piped output keeps whole lines (rich would otherwise cut table cells at 80 columns)
