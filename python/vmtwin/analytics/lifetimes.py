@@ -21,6 +21,7 @@ t_alpha is the caller's fallback.
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -40,11 +41,10 @@ class LogNormal:
 
     def quantile(self, alpha: float) -> float:
         """t_alpha in seconds: the lifetime a fraction ``alpha`` of occurrences stay under."""
-        from scipy.special import erfinv
-
         if not 0.0 < alpha < 1.0:
             raise ValueError(f"alpha: got {alpha!r}; allowed: a probability strictly between 0 and 1")
-        return float(math.exp(self.mu + self.sigma * math.sqrt(2.0) * float(erfinv(2.0 * alpha - 1.0))))
+        # sqrt(2) * erfinv(2 alpha - 1) is the standard normal quantile of alpha
+        return float(math.exp(self.mu + self.sigma * NormalDist().inv_cdf(alpha)))
 
     def cdf(self, t: float) -> float:
         """alpha for a lifetime ``t`` (the inverse of :meth:`quantile`)."""

@@ -13,8 +13,9 @@ Table 1 is printed) or ``"size"``.
 
 **Active mode** (step 8): the currently active events of each list, re-ranked by their flow
 (no prior), RRI relative to the list's first active event. ``active_flow`` selects whether the
-flow runs over all children (``"all"``, the paper's sum over the node's neighbours) or only over
-children that are active too (``"active"``). The single on-line ranking used for hit rates
+flow runs only over children that are active too (``"active"``, the engine's default: which
+active event explains the other active events) or over all its children (``"all"``, the literal
+sum over the node's neighbours). The single on-line ranking used for hit rates
 merges the lists: ``merge="flow"`` (default) sorts every active entry by its flow,
 ``merge="lists"`` concatenates the lists in LRR order.
 
@@ -39,7 +40,7 @@ BOTTLENECK_GAP_RRI = 30.0
 BOTTLENECK_MIN_LENGTH = 3
 
 LIST_ORDERS = ("weight", "size")
-ACTIVE_FLOWS = ("all", "active")
+ACTIVE_FLOWS = ("active", "all")
 MERGES = ("flow", "lists")
 RANK_BY = ("impact", "entropy")
 
