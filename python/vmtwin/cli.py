@@ -1,24 +1,57 @@
-"""The ``vmtwin`` command: run, validate, schema, report, export, reproduce.
+"""The ``vmtwin`` command: run, validate, schema, report, export, summary, compare, reproduce.
 
-Every user error (bad scenario, refused reservation, bad argument) prints ``error: ...`` (one
-line per problem found), and exits with status 2, without a traceback and without writing
-anything.
+Every user error (bad scenario, refused reservation, bad argument, an output path that cannot be
+written, an engine error) prints ``error: ...`` (one line per problem found) and exits with
+status 2, without a traceback and without writing anything. Ctrl-C at any moment prints
+``interrupted`` and exits with 130: during start-up (the imports below) at once, afterwards
+through the same boundary in :func:`main`, so half-written output is removed first.
 """
 
 from __future__ import annotations
 
-import argparse
-import importlib
-import json
+import os
+import signal
 import sys
-from pathlib import Path
-from typing import Optional, Sequence
 
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
+INTERRUPTED = 130
 
-from vmtwin.exceptions import VmtwinError
+
+def _exit_interrupted(signum, frame) -> None:  # pragma: no cover - exercised in a subprocess
+    """SIGINT while nothing has been written yet (start-up, shut-down): say so and leave."""
+    os.write(2, b"interrupted\n")
+    os._exit(INTERRUPTED)
+
+
+def _started_as_command() -> bool:
+    """True when this process is the ``vmtwin`` command (not a library or test importing us)."""
+    argv0 = os.path.basename(sys.argv[0]) if sys.argv else ""
+    return argv0 in ("vmtwin", "vmtwin.exe") or argv0 == "cli.py"
+
+
+# As early as this module can: the imports below (rich, and the commands' numpy, pandas,
+# pyarrow, plotly) take about a second, and a Ctrl-C in them must not print a traceback.
+if _started_as_command() and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+    signal.signal(signal.SIGINT, _exit_interrupted)
+
+import argparse  # noqa: E402
+import importlib  # noqa: E402
+import json  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Optional, Sequence  # noqa: E402
+
+from rich.console import Console  # noqa: E402
+from rich.progress import (  # noqa: E402
+    BarColumn,
+    Progress,
+    TaskProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table  # noqa: E402
+
+from vmtwin.exceptions import VmtwinError  # noqa: E402
 
 USER_ERROR = 2
 
@@ -28,6 +61,7 @@ USER_ERROR = 2
 COMMAND_MODULES: tuple[str, ...] = (
     "vmtwin.inventory.cli",
     "vmtwin.analytics.cli",
+    "vmtwin.methodology.cli",
 )
 
 # piped output keeps whole lines (rich would otherwise cut table cells at 80 columns)
@@ -35,20 +69,32 @@ out = Console(width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True, soft_wrap=True)
 
 
-def _cmd_run(args: argparse.Namespace) -> int:
-    from vmtwin.simulation import Simulation
+def _progress(quiet: bool) -> Progress:
+    """The run's progress bar on stderr: simulated time done, percent, time elapsed and left."""
+    return Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), TaskProgressColumn(),
+        TextColumn("{task.fields[sim]}"), TimeElapsedColumn(), TextColumn("left"),
+        TimeRemainingColumn(compact=True), console=err, disable=quiet or not err.is_terminal,
+    )
 
+
+def _cmd_run(args: argparse.Namespace) -> int:
     from vmtwin.results import check_output_folder
+    from vmtwin.simulation import Simulation
 
     sim = Simulation(args.scenario, seed=args.seed, duration=args.duration)
     out_dir = Path(args.output)
     check_output_folder(out_dir)  # before the run, not after it
     total = sim.duration
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[sim]}"),
-                  TimeElapsedColumn(), console=err, disable=args.quiet or not err.is_terminal) as bar:
+    with _progress(args.quiet) as bar:
         task = bar.add_task(sim.scenario.name, total=total, sim="")
         sim.run(lambda now: bar.update(task, completed=now, sim=f"{now:,.0f}/{total:,.0f} s simulated"))
-    results = sim.write(out_dir)
+    try:
+        results = sim.write(out_dir)
+    except OSError as exc:
+        from vmtwin.export.atomic import output_error
+
+        raise output_error("results folder", out_dir, exc) from None
     m = results.manifest
     if not args.quiet:
         out.print(f"wrote [bold]{results.path}[/] ({m['event_count']:,} events, {m['wall_time_s']:.2f} s wall)")
@@ -63,14 +109,51 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _print_summary(results) -> None:
-    df = results.sql(
-        'SELECT vm, any_value(vcpus) AS vcpus, avg("%USED") AS used, avg("%RDY") AS rdy, '
-        'avg("%MLMTD") AS mlmtd, avg(entitlement_mhz) AS ent FROM vm GROUP BY vm ORDER BY min(vm_id)'
-    )
-    t = Table("VM", "vCPUs", "%USED", "%RDY", "%MLMTD", "entitlement MHz", title="mean over the run")
-    for r in df.itertuples():
-        t.add_row(r.vm, str(r.vcpus), f"{r.used:.1f}", f"{r.rdy:.1f}", f"{r.mlmtd:.1f}", f"{r.ent:.0f}")
+    from vmtwin.report.summary import vm_summary
+
+    s = vm_summary(results.vm if "vm" in results.tables else None)
+    t = Table("VM", "vCPUs", "%USED", "%RDY", "%RDY/vCPU", "%MLMTD", "entitlement MHz", title="mean over the run")
+    for r in s.to_dict("records"):
+        t.add_row(r["vm"], str(r["vcpus"]), f"{r['mean %USED']:.1f}", f"{r['mean %RDY']:.1f}",
+                  f"{r['mean %RDY'] / r['vcpus']:.1f}", f"{r['mean %MLMTD']:.1f}", f"{r['mean entitlement_mhz']:.0f}")
     out.print(t)
+
+
+def _cmd_summary(args: argparse.Namespace) -> int:
+    from vmtwin.results import Results
+
+    results = Results(args.results)
+    m = results.manifest
+    facts = [f"scenario {m.get('scenario_name', '?')}", f"seed {m.get('seed', '?')}"]
+    if isinstance(m.get("duration_s"), (int, float)):
+        facts.append(f"{m['duration_s']:g} s simulated")
+    if isinstance(m.get("sample_interval_s"), (int, float)):
+        facts.append(f"sampled every {m['sample_interval_s']:g} s")
+    out.print(f"[bold]{results.path}[/]: " + ", ".join(facts))
+    _print_summary(results)
+    return 0
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from vmtwin.report.compare import COMPARED, compare_runs
+    from vmtwin.results import Results
+
+    a, b = Results(args.a), Results(args.b)
+    diff = compare_runs(a, b)
+    t = Table("VM", title=f"A = {a.path}   B = {b.path}   (means over each run; B - A)")
+    for label in COMPARED.values():
+        for side in ("A", "B", "B - A"):
+            t.add_column(f"{label} {side}", justify="right")
+    for r in diff.to_dict("records"):
+        cells = [r["vm"]]
+        for col in COMPARED:
+            for side in ("a", "b", "diff"):
+                v = r[f"{col} {side}"]
+                digits = 0 if col.endswith("mhz") else 1
+                cells.append("–" if v != v else (f"{v:+.{digits}f}" if side == "diff" else f"{v:.{digits}f}"))
+        t.add_row(*cells)
+    out.print(t)
+    return 0
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
@@ -95,7 +178,7 @@ def _cmd_schema(args: argparse.Namespace) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from vmtwin.report import render_report
 
-    path = render_report(args.results, args.output)
+    path = render_report(args.results, args.output, compare=args.compare)
     out.print(f"report: {path}")
     return 0
 
@@ -143,37 +226,101 @@ def _print_rows(rows) -> None:
     out.print(t)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="vmtwin", description="A digital twin of ESX/vSphere resource management.")
-    sub = p.add_subparsers(dest="command", required=True)
+def _version() -> str:
+    from vmtwin import __version__
 
-    r = sub.add_parser("run", help="run a scenario and write a results folder")
+    return f"vmtwin {__version__}"
+
+
+_EPILOGS = {
+    "main": """examples:
+  vmtwin run scenarios/quickstart.yaml -o results/qs --report
+  vmtwin summary results/qs
+  vmtwin compare results/qs results/qs-high-shares
+  vmtwin export results/qs --esxtop qs.csv
+  vmtwin reproduce --list
+
+'vmtwin COMMAND --help' shows each command's options and examples.""",
+    "run": """examples:
+  vmtwin run scenarios/quickstart.yaml -o results/qs
+  vmtwin run scenarios/quickstart.yaml -o results/qs --duration 5min --seed 7 --report
+
+The folder holds manifest.json and host/vm/vcpu Parquet tables (esxtop's counters);
+query them with duckdb or pandas, or see them again with 'vmtwin summary DIR'.""",
+    "validate": """example:
+  vmtwin validate scenarios/quickstart.yaml""",
+    "schema": """example:
+  vmtwin schema > scenario.schema.json   # for editor completion of scenario files""",
+    "report": """examples:
+  vmtwin report results/qs                       # writes results/qs/report.html
+  vmtwin report results/qs -o qs.html --compare results/qs-b""",
+    "export": """example:
+  vmtwin export results/qs --esxtop qs.csv
+
+The CSV has esxtop batch mode's (esxtop -b) PDH-CSV columns: perfmon, esxplot and
+visualEsxtop read it.""",
+    "summary": """example:
+  vmtwin summary results/qs     # the table 'vmtwin run' printed, from the folder""",
+    "compare": """example:
+  vmtwin compare results/before results/after
+
+VMs are matched by name; a VM in only one run shows a dash on the other side.
+'vmtwin report A --compare B' puts the same comparison in A's HTML report.""",
+    "reproduce": """examples:
+  vmtwin reproduce --list
+  vmtwin reproduce cpu-shares
+  vmtwin reproduce --all -o results/validation""",
+}
+
+
+def _sub(sub, name: str, help_text: str) -> argparse.ArgumentParser:
+    return sub.add_parser(name, help=help_text, description=help_text[:1].upper() + help_text[1:] + ".",
+                          epilog=_EPILOGS[name], formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="vmtwin", description="A digital twin of ESX/vSphere resource management.",
+                                epilog=_EPILOGS["main"], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=_version())
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    r = _sub(sub, "run", "run a scenario and write a results folder")
     r.add_argument("scenario", help="scenario YAML file")
-    r.add_argument("-o", "--output", required=True, help="results folder to write")
+    r.add_argument("-o", "--output", required=True, metavar="DIR", help="results folder to write")
     r.add_argument("--seed", type=int, help="override the scenario's seed")
     r.add_argument("--duration", help="override the scenario's duration, e.g. 5min")
-    r.add_argument("--report", action="store_true", help="also write report.html")
+    r.add_argument("--report", action="store_true", help="also write DIR/report.html")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary")
     r.set_defaults(func=_cmd_run)
 
-    v = sub.add_parser("validate", help="check a scenario file")
-    v.add_argument("scenario")
+    v = _sub(sub, "validate", "check a scenario file without running it")
+    v.add_argument("scenario", help="scenario YAML file")
     v.set_defaults(func=_cmd_validate)
 
-    s = sub.add_parser("schema", help="print the scenario JSON Schema")
+    s = _sub(sub, "schema", "print the scenario JSON Schema")
     s.set_defaults(func=_cmd_schema)
 
-    rep = sub.add_parser("report", help="write an HTML report of a results folder")
-    rep.add_argument("results")
-    rep.add_argument("-o", "--output", help="HTML file (default: RESULTS/report.html)")
+    rep = _sub(sub, "report", "write an HTML report of a results folder")
+    rep.add_argument("results", metavar="DIR", help="results folder")
+    rep.add_argument("-o", "--output", metavar="HTML", help="HTML file (default: DIR/report.html)")
+    rep.add_argument("--compare", metavar="DIR_B", help="add a section comparing DIR with this results folder")
     rep.set_defaults(func=_cmd_report)
 
-    e = sub.add_parser("export", help="export a results folder for other tools")
-    e.add_argument("results")
+    e = _sub(sub, "export", "export a results folder for other tools")
+    e.add_argument("results", metavar="DIR", help="results folder")
     e.add_argument("--esxtop", required=True, metavar="CSV", help="esxtop batch-mode (PDH-CSV) file to write")
     e.set_defaults(func=_cmd_export)
 
-    x = sub.add_parser("reproduce", help="run a published experiment: published vs simulated")
+    su = _sub(sub, "summary", "print a results folder's per-VM summary table again")
+    su.add_argument("results", metavar="DIR", help="results folder")
+    su.set_defaults(func=_cmd_summary)
+
+    c = _sub(sub, "compare", "compare two runs' counters VM by VM")
+    c.add_argument("a", metavar="A", help="results folder A")
+    c.add_argument("b", metavar="B", help="results folder B")
+    c.set_defaults(func=_cmd_compare)
+
+    x = _sub(sub, "reproduce", "run a published experiment: published vs simulated")
     x.add_argument("id", nargs="?", help="experiment ID (see --list)")
     x.add_argument("--list", action="store_true", help="list the experiments")
     x.add_argument("--all", action="store_true", help="run every experiment and write an HTML validation report")
@@ -186,19 +333,62 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _error_lines(exc: BaseException) -> list[str]:
+    """The ``error: ...`` lines for an exception the boundary handles."""
+    if isinstance(exc, KeyError) and exc.args:
+        msg = str(exc.args[0])
+    elif isinstance(exc, OSError) and exc.filename is not None:
+        where = f"{exc.filename}" + (f" -> {exc.filename2}" if exc.filename2 is not None else "")
+        msg = f"{where}: {exc.strerror or exc}"
+    elif isinstance(exc, MemoryError):
+        msg = "out of memory" + (f": {exc}" if str(exc) else "")
+    elif isinstance(exc, RecursionError):
+        msg = f"input nested too deeply: {exc}"
+    elif type(exc).__name__ == "PanicException":  # a Rust panic, a BaseException (pyo3)
+        msg = f"the engine failed: {exc} (this is a vmtwin bug; please report it with the scenario)"
+    else:
+        msg = str(exc)
+    # several problems come one per line: each gets the prefix, so every line reads alone
+    return [f"error: {line}" for line in msg.splitlines() or [""]]
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    args = build_parser().parse_args(argv)
+    """Run the ``vmtwin`` command line; return the exit status (0, 1 = a reproduction failed, 2, 130).
+
+    The one error boundary: scenario, engine and output errors print ``error: ...`` and give 2;
+    Ctrl-C prints ``interrupted`` and gives 130, after the command removed what it half wrote.
+    """
+    handler = None
+    main_thread = signal.getsignal(signal.SIGINT) is not None and _in_main_thread()
+    if main_thread:
+        # Inside the command, Ctrl-C raises KeyboardInterrupt so atomic writers clean up first.
+        handler = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
+        args = build_parser().parse_args(argv)
         return args.func(args)
-    except (VmtwinError, FileExistsError, FileNotFoundError, NotADirectoryError, KeyError, ValueError) as e:
-        msg = e.args[0] if isinstance(e, KeyError) and e.args else e
-        # several problems come one per line: each gets the prefix, so every line reads alone
-        for line in str(msg).splitlines() or [""]:
-            err.print(f"error: {line}", markup=False, highlight=False)
-        return USER_ERROR
     except KeyboardInterrupt:
-        err.print("interrupted: nothing written", markup=False)
-        return 130
+        err.print("interrupted", markup=False, highlight=False)
+        return INTERRUPTED
+    except (VmtwinError, ValueError, OSError, KeyError, OverflowError, MemoryError, RecursionError) as exc:
+        for line in _error_lines(exc):
+            err.print(line, markup=False, highlight=False)
+        return USER_ERROR
+    except BaseException as exc:
+        if type(exc).__name__ != "PanicException":
+            raise
+        for line in _error_lines(exc):
+            err.print(line, markup=False, highlight=False)
+        return USER_ERROR
+    finally:
+        if main_thread:
+            # back to quitting at once: from here on there is nothing left to clean up
+            signal.signal(signal.SIGINT, _exit_interrupted if _started_as_command() else handler)
+
+
+def _in_main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
 
 
 if __name__ == "__main__":

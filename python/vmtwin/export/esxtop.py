@@ -1,4 +1,21 @@
-"""esxtop batch-mode (PDH-CSV) export of a results folder."""
+"""esxtop batch-mode (PDH-CSV) export of a results folder.
+
+``esxtop -b`` writes one CSV row per sample: a timestamp, then one column per counter, each
+named by a Windows-perfmon counter path ``\\\\<host>\\<object>(<instance>)\\<counter>``. This
+module writes the CPU objects vmtwin models, with esxtop's object and counter names:
+
+- ``Physical Cpu(_Total)``: the host's ``% Util Time`` and ``% Processor Time``.
+- ``Group Cpu(<GID>:<name>)``: one group per VM and per resource pool, with ``% Used``,
+  ``% Run``, ``% Ready``, ``% Max Limited``, ``% Wait``, ``% VmWait``, ``% Idle``. A pool
+  group's values are the sums over the VMs in it and below it, as esxtop's pool groups sum
+  their member worlds.
+- ``Vcpu(<GID>:<vm>:<WID>:vmx-vcpu-<k>:<vm>)``: one per vCPU world, the same seven counters.
+
+Departures from a real host's file are listed in ``docs/reference/counters.md`` (section
+"esxtop export"): the IDs are vmtwin's, not the kernel's; per-pCPU columns
+(``Physical Cpu(0)``, ...) are absent because the engine keeps no per-pCPU table; and the
+objects vmtwin does not model (memory, disk, network, interrupts, system groups) are absent.
+"""
 
 from __future__ import annotations
 
@@ -10,13 +27,16 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pandas as pd
+
+from vmtwin.export.atomic import atomic_output
 from vmtwin.results import Results
 
-__all__ = ["to_esxtop_csv"]
+__all__ = ["CPU_COUNTERS", "HOST_COUNTERS", "to_esxtop_csv", "world_id"]
 
-
-# esxtop batch-mode counter names for the vm table (Group Cpu) and the host table.
-_ESXTOP_VM = [
+#: esxtop batch-mode counter names of a CPU group or vCPU world, by vmtwin column.
+CPU_COUNTERS: list[tuple[str, str]] = [
     ("%USED", "% Used"),
     ("%RUN", "% Run"),
     ("%RDY", "% Ready"),
@@ -25,7 +45,20 @@ _ESXTOP_VM = [
     ("%VMWAIT", "% VmWait"),
     ("%IDLE", "% Idle"),
 ]
-_ESXTOP_HOST = [("%PCPU_UTIL", "% Util Time"), ("%PCPU_USED", "% Processor Time")]
+
+#: esxtop batch-mode counter names of ``Physical Cpu(_Total)``, by ``host`` column.
+HOST_COUNTERS: list[tuple[str, str]] = [("%PCPU_UTIL", "% Util Time"), ("%PCPU_USED", "% Processor Time")]
+
+#: World IDs of a VM's vCPUs: ``WORLD_ID_BASE * GID + k``. Real world IDs are the kernel's;
+#: these only need to be unique and stable.
+WORLD_ID_BASE = 1000
+
+_TIME_HEADER = "(PDH-CSV 4.0) (UTC)(0)"
+
+
+def world_id(vm_id: int, vcpu: int) -> int:
+    """The world ID written for vCPU ``vcpu`` of the VM with ``vm_id`` (its GID is ``vm_id + 1``)."""
+    return WORLD_ID_BASE * (int(vm_id) + 1) + int(vcpu)
 
 
 def _host_name(manifest: Mapping[str, Any]) -> str:
@@ -39,9 +72,21 @@ def _host_name(manifest: Mapping[str, Any]) -> str:
 
 
 def _fmt(value: float) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return ""
-    return repr(float(value))
+    return "" if value is None or math.isnan(value) else repr(float(value))
+
+
+def _wide(df: pd.DataFrame, keys: list[str], counter: str, times: np.ndarray) -> pd.DataFrame:
+    """``counter`` as one column per ``keys`` tuple, one row per time (NaN where absent)."""
+    return df.pivot_table(index="time_s", columns=keys, values=counter, aggfunc="first",
+                          dropna=False).reindex(times)
+
+
+def _pools(manifest: Mapping[str, Any], vm_names: list[str]) -> list[tuple[str, list[str]]]:
+    """Each pool of the run's scenario (parents first) with its VMs that have rows."""
+    from vmtwin.report.pools import ROOT, pool_members
+
+    shown = set(vm_names)
+    return [(p, [v for v in vms if v in shown]) for p, vms in pool_members(manifest).items() if p != ROOT]
 
 
 def to_esxtop_csv(
@@ -51,19 +96,21 @@ def to_esxtop_csv(
     start: datetime = datetime(2000, 1, 1),
     host_name: str | None = None,
 ) -> Path:
-    """Export host and VM CPU counters as an esxtop batch-mode (PDH-CSV) file.
+    """Export a run's CPU counters as an esxtop batch-mode (PDH-CSV) file.
 
-    One row per sample. Columns are ``"\\\\<host>\\Physical Cpu(_Total)\\% Util Time"``,
-    ``"...\\% Processor Time"`` and per VM ``"\\\\<host>\\Group Cpu(<vm_id+1>:<vm>)\\% Used"``,
-    ``% Run``, ``% Ready``, ``% Max Limited``, ``% Wait``, ``% VmWait``, ``% Idle``, so tools that
-    read ``esxtop -b`` output can read a simulated run.
+    Columns, after the timestamp: ``Physical Cpu(_Total)`` (``% Util Time``,
+    ``% Processor Time``); per VM in ``vm_id`` order ``Group Cpu(<vm_id+1>:<vm>)``; per resource
+    pool, parents first, ``Group Cpu(<GID>:<pool>)`` with GIDs after the VMs'; per vCPU
+    ``Vcpu(<vm_id+1>:<vm>:<world_id>:vmx-vcpu-<k>:<vm>)``; each group and vCPU with the seven
+    :data:`CPU_COUNTERS`. Every cell is quoted, lines end in CRLF, a cell is empty where the VM
+    was powered off.
 
     Parameters
     ----------
     results : Results or path-like
         The run to export.
     path : path-like
-        CSV file to write.
+        CSV file to write (atomically: a temp file renamed into place).
     start : datetime, optional
         Wall-clock time of simulated time 0 (timestamps are ``start + time_s``).
     host_name : str, optional
@@ -73,37 +120,68 @@ def to_esxtop_csv(
     -------
     pathlib.Path
         ``path``.
+
+    Raises
+    ------
+    ValueError
+        ``results`` is not a results folder.
+    VmtwinError
+        ``path`` is a folder or cannot be written (the message names it).
     """
     res = results if isinstance(results, Results) else Results(results)
     host = host_name or _host_name(res.manifest)
-    host_df = res.host
-    vm_df = res.vm
-    times = sorted(set(host_df["time_s"].tolist()) | set(vm_df["time_s"].tolist()))
+    host_df = res.host if "host" in res.tables else pd.DataFrame(columns=["time_s"])
+    vm_df = res.vm if "vm" in res.tables else pd.DataFrame(columns=["time_s", "vm_id", "vm"])
+    vcpu_df = res.vcpu if "vcpu" in res.tables else pd.DataFrame(columns=["time_s", "vm_id", "vm", "vcpu"])
+    times = np.array(sorted(set(host_df["time_s"].tolist()) | set(vm_df["time_s"].tolist())), dtype=float)
+    prefix = f"\\\\{host}\\"
 
-    header = ["(PDH-CSV 4.0) (UTC)(0)"]
-    series: list[dict[float, float]] = []
-    h = host_df.set_index("time_s")
-    for col, label in _ESXTOP_HOST:
+    header = [_TIME_HEADER]
+    columns: list[np.ndarray] = []
+    h = host_df.drop_duplicates("time_s").set_index("time_s").reindex(times)
+    for col, label in HOST_COUNTERS:
         if col in h.columns:
-            header.append(f"\\\\{host}\\Physical Cpu(_Total)\\{label}")
-            series.append(h[col].to_dict())
-    vms = (
-        vm_df[["vm_id", "vm"]].drop_duplicates().sort_values("vm_id").itertuples(index=False)
-        if len(vm_df)
-        else []
-    )
-    for vm_id, vm in vms:
-        rows = vm_df[vm_df["vm_id"] == vm_id].set_index("time_s")
-        for col, label in _ESXTOP_VM:
-            if col in rows.columns:
-                header.append(f"\\\\{host}\\Group Cpu({int(vm_id) + 1}:{vm})\\{label}")
-                series.append(rows[col].to_dict())
+            header.append(f"{prefix}Physical Cpu(_Total)\\{label}")
+            columns.append(h[col].to_numpy(dtype=float))
+
+    vms = vm_df[["vm_id", "vm"]].drop_duplicates("vm_id").sort_values("vm_id")
+    vm_ids, vm_names = [int(i) for i in vms["vm_id"]], [str(n) for n in vms["vm"]]
+    counters = [(c, label) for c, label in CPU_COUNTERS if c in vm_df.columns]
+    wide = {c: _wide(vm_df, ["vm_id"], c, times) for c, _ in counters} if len(vm_df) else {}
+    for vm_id, name in zip(vm_ids, vm_names):
+        for col, label in counters:
+            header.append(f"{prefix}Group Cpu({vm_id + 1}:{name})\\{label}")
+            columns.append(wide[col][vm_id].to_numpy(dtype=float))
+
+    n_spec = len((res.manifest.get("scenario") or {}).get("vms") or []) if isinstance(
+        res.manifest.get("scenario"), Mapping) else 0
+    first_pool_gid = max(n_spec, (max(vm_ids) + 1) if vm_ids else 0) + 1
+    by_name = dict(zip(vm_names, vm_ids))
+    for k, (pool, members) in enumerate(_pools(res.manifest, vm_names)):
+        ids = [by_name[m] for m in members]
+        for col, label in counters:
+            header.append(f"{prefix}Group Cpu({first_pool_gid + k}:{pool})\\{label}")
+            part = wide[col][ids] if ids else pd.DataFrame(index=times)
+            columns.append(part.sum(axis=1, min_count=0).to_numpy(dtype=float))
+
+    vcounters = [(c, label) for c, label in CPU_COUNTERS if c in vcpu_df.columns]
+    if len(vcpu_df) and vcounters:
+        vwide = {c: _wide(vcpu_df, ["vm_id", "vcpu"], c, times) for c, _ in vcounters}
+        names = dict(zip(vm_ids, vm_names))
+        worlds = vcpu_df[["vm_id", "vcpu"]].drop_duplicates().itertuples(index=False)
+        for vm_id, v in sorted((int(a), int(b)) for a, b in worlds):
+            name = names.get(int(vm_id), str(vm_id))
+            world = f"{int(vm_id) + 1}:{name}:{world_id(vm_id, v)}:vmx-vcpu-{int(v)}:{name}"
+            for col, label in vcounters:
+                header.append(f"{prefix}Vcpu({world})\\{label}")
+                columns.append(vwide[col][(vm_id, v)].to_numpy(dtype=float))
 
     out = Path(path)
-    with out.open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh, quoting=csv.QUOTE_ALL, lineterminator="\r\n")
-        writer.writerow(header)
-        for t in times:
-            stamp = (start + timedelta(seconds=float(t))).strftime("%m/%d/%Y %H:%M:%S")
-            writer.writerow([stamp, *(_fmt(s.get(t, float("nan"))) for s in series)])
+    with atomic_output(out, "esxtop CSV") as tmp:
+        with tmp.open("w", newline="", encoding="utf-8") as fh:
+            writer = csv.writer(fh, quoting=csv.QUOTE_ALL, lineterminator="\r\n")
+            writer.writerow(header)
+            for row, t in enumerate(times):
+                stamp = (start + timedelta(seconds=float(t))).strftime("%m/%d/%Y %H:%M:%S")
+                writer.writerow([stamp, *(_fmt(c[row]) for c in columns)])
     return out

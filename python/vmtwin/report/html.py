@@ -1,8 +1,12 @@
-"""Assemble the report page: header, run facts, per-VM summary table and the figures.
+"""Assemble the report page: header, run facts, per-VM table, resource pools and the figures.
 
 The page is one file: CSS and plotly.js are inlined (plotly.js once, with the first figure), so
 it opens offline. Output is deterministic: no clock is read, plotly div ids are fixed, numbers
 are formatted with fixed precision, and the only run-specific values come from the results.
+
+At hundreds or thousands of VMs the figures draw the top VMs by ready time (see
+:mod:`vmtwin.report.figures`); every VM is in the per-VM table, which sorts on a click on any
+column header (a few lines of inline script, no library) and scrolls inside its box.
 """
 
 from __future__ import annotations
@@ -16,14 +20,41 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
+from vmtwin.export.atomic import atomic_output
 from vmtwin.report import figures
+from vmtwin.report.compare import COMPARED, compare_runs
+from vmtwin.report.pools import ROOT, pool_tree, pool_usage
 from vmtwin.report.summary import vm_summary
 from vmtwin.results import Results
 
-__all__ = ["FIGURE_IDS", "render_report"]
+__all__ = ["COMPARE_FIGURE_ID", "FIGURE_IDS", "render_report"]
 
-#: Ids of the ``<div class="figure">`` blocks, in page order.
-FIGURE_IDS = ["fig-host-cpu", "fig-vm-used", "fig-vm-ready", "fig-vm-limits", "fig-vm-entitlement"]
+#: Ids of the ``<div class="figure">`` blocks every report has, in page order.
+FIGURE_IDS = ["fig-host-cpu", "fig-vm-used", "fig-vm-ready", "fig-vcpu-ready", "fig-vm-limits",
+              "fig-vm-entitlement", "fig-pools"]
+
+#: Id of the comparison figure, after :data:`FIGURE_IDS` when the report compares two runs.
+COMPARE_FIGURE_ID = "fig-compare"
+
+_SORT_JS = """
+document.querySelectorAll("table.sortable").forEach(function (table) {
+  var heads = table.tHead.rows[0].cells;
+  Array.prototype.forEach.call(heads, function (th, col) {
+    th.addEventListener("click", function () {
+      var down = th.getAttribute("aria-sort") !== "descending";
+      Array.prototype.forEach.call(heads, function (h) { h.removeAttribute("aria-sort"); });
+      th.setAttribute("aria-sort", down ? "descending" : "ascending");
+      var body = table.tBodies[0], rows = Array.prototype.slice.call(body.rows);
+      rows.sort(function (a, b) {
+        var x = a.cells[col].dataset.v, y = b.cells[col].dataset.v, nx = parseFloat(x), ny = parseFloat(y);
+        var c = (isNaN(nx) || isNaN(ny)) ? x.localeCompare(y) : nx - ny;
+        return down ? -c : c;
+      });
+      rows.forEach(function (r) { body.appendChild(r); });
+    });
+  });
+});
+""".strip()
 
 _CSS = """
 :root { --fg: #1d2733; --muted: #5b6b7c; --line: #dde3ea; --accent: #1f77b4; }
@@ -43,7 +74,14 @@ table { border-collapse: collapse; width: 100%; background: #fff;
         border: 1px solid var(--line); border-radius: 6px; }
 th, td { padding: 6px 10px; border-bottom: 1px solid var(--line); text-align: right;
          white-space: nowrap; font-variant-numeric: tabular-nums; }
-th { background: #eef2f6; font-weight: 600; }
+th { background: #eef2f6; font-weight: 600; position: sticky; top: 0; }
+table.sortable th { cursor: pointer; user-select: none; }
+table.sortable th[aria-sort="descending"]::after { content: " \\25BC"; }
+table.sortable th[aria-sort="ascending"]::after { content: " \\25B2"; }
+.scroll { max-height: 520px; overflow: auto; border: 1px solid var(--line); border-radius: 6px; }
+.scroll table { border: none; }
+td.pool { padding-left: calc(10px + var(--depth) * 18px); }
+.note { color: var(--muted); margin: 6px 0 0; }
 th:first-child, td:first-child { text-align: left; }
 tr:last-child td { border-bottom: none; }
 .figure { background: #fff; border: 1px solid var(--line); border-radius: 6px;
@@ -91,30 +129,95 @@ def _facts(manifest: dict[str, Any], host: pd.DataFrame, nvms: int) -> list[tupl
     return facts
 
 
-def _summary_table(summary: pd.DataFrame) -> str:
-    head = (
-        "<tr><th>VM</th><th>vCPUs</th><th>shares</th><th>reservation (MHz)</th>"
-        "<th>limit (MHz)</th><th>mean %USED</th><th>mean %RDY</th><th>mean %MLMTD</th>"
-        "<th>p95 %RDY</th><th>mean entitlement (MHz)</th></tr>"
-    )
+def _cell(text: str, sort_value: Any = None, cls: str = "", style: str = "") -> str:
+    """A ``<td>`` with its sort key in ``data-v`` (the number, or the text)."""
+    if sort_value is None:
+        key = text
+    else:
+        x = float(sort_value)
+        key = "" if math.isnan(x) else repr(x)
+    attrs = f' data-v="{escape(key)}"'
+    attrs += f' class="{cls}"' if cls else ""
+    attrs += f' style="{style}"' if style else ""
+    return f"<td{attrs}>{text}</td>"
+
+
+def _table(table_id: str, heads: list[str], rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{escape(h)}</th>" for h in heads)
+    body = "".join("<tr>" + "".join(r) + "</tr>" for r in rows)
+    return (f'<div class="scroll"><table id="{table_id}" class="sortable"><thead><tr>{head}</tr></thead>'
+            f"<tbody>{body}</tbody></table></div>")
+
+
+def _summary_table(summary: pd.DataFrame, vcpu: pd.DataFrame, vm_pool: dict[str, Any]) -> str:
+    worst: dict[str, float] = {}
+    if len(vcpu):
+        per = vcpu.groupby(["vm", "vcpu"], sort=False)["%RDY"].mean()
+        worst = per.groupby(level=0, sort=False).max().to_dict()
+    heads = ["VM", "vCPUs", "shares", "reservation (MHz)", "limit (MHz)", "mean %USED", "mean %RDY",
+             "mean %MLMTD", "p95 %RDY", "mean entitlement (MHz)", "mean %RDY per vCPU",
+             "worst vCPU mean %RDY", "pool"]
     rows = []
-    for r in summary.itertuples(index=False):
-        values = dict(zip(summary.columns, r))
-        limit = values["limit_mhz"]
-        cells = [
-            escape(str(values["vm"])),
-            _num(values["vcpus"], 0),
-            _num(values["shares"], 0),
-            _num(values["reservation_mhz"], 0),
-            "unlimited" if math.isnan(limit) else _num(limit, 0),
-            _num(values["mean %USED"]),
-            _num(values["mean %RDY"]),
-            _num(values["mean %MLMTD"]),
-            _num(values["p95 %RDY"]),
-            _num(values["mean entitlement_mhz"], 0),
-        ]
-        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-    return f'<table id="vm-summary"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
+    for values in summary.to_dict("records"):
+        name, limit = str(values["vm"]), values["limit_mhz"]
+        per_vcpu = values["mean %RDY"] / values["vcpus"] if values["vcpus"] else math.nan
+        pool = vm_pool.get(name) or ROOT
+        rows.append([
+            _cell(escape(name)),
+            _cell(_num(values["vcpus"], 0), values["vcpus"]),
+            _cell(_num(values["shares"], 0), values["shares"]),
+            _cell(_num(values["reservation_mhz"], 0), values["reservation_mhz"]),
+            _cell("unlimited" if math.isnan(limit) else _num(limit, 0), math.inf if math.isnan(limit) else limit),
+            _cell(_num(values["mean %USED"]), values["mean %USED"]),
+            _cell(_num(values["mean %RDY"]), values["mean %RDY"]),
+            _cell(_num(values["mean %MLMTD"]), values["mean %MLMTD"]),
+            _cell(_num(values["p95 %RDY"]), values["p95 %RDY"]),
+            _cell(_num(values["mean entitlement_mhz"], 0), values["mean entitlement_mhz"]),
+            _cell(_num(per_vcpu), per_vcpu),
+            _cell(_num(worst.get(name, math.nan)), worst.get(name, math.nan)),
+            _cell(escape(str(pool))),
+        ])
+    return _table("vm-summary", heads, rows)
+
+
+def _pool_table(tree: pd.DataFrame) -> str:
+    heads = ["pool", "shares", "reservation (MHz)", "limit (MHz)", "expandable", "VMs",
+             "mean usage (MHz)", "peak usage (MHz)", "mean entitlement (MHz)"]
+    rows = []
+    for r in tree.to_dict("records"):
+        limit = r["limit_mhz"]
+        root = r["pool"] == ROOT
+        expandable = "" if r["expandable"] is None else ("yes" if r["expandable"] else "no")
+        rows.append([
+            _cell(escape(str(r["pool"])), cls="pool", style=f"--depth: {int(r['depth'])}"),
+            _cell(_num(r["shares"], 0), r["shares"]),
+            _cell(_num(r["reservation_mhz"], 0), r["reservation_mhz"]),
+            _cell("" if root else ("unlimited" if math.isnan(limit) else _num(limit, 0)),
+                  math.inf if math.isnan(limit) else limit),
+            _cell(expandable),
+            _cell(str(int(r["vms"])), r["vms"]),
+            _cell(_num(r["mean used_mhz"], 0), r["mean used_mhz"]),
+            _cell(_num(r["peak used_mhz"], 0), r["peak used_mhz"]),
+            _cell(_num(r["mean entitlement_mhz"], 0), r["mean entitlement_mhz"]),
+        ])
+    return _table("pool-tree", heads, rows)
+
+
+def _compare_table(diff: pd.DataFrame) -> str:
+    heads = ["VM"] + [f"{label} {side}" for label in COMPARED.values() for side in ("A", "B", "B − A")]
+    rows = []
+    for r in diff.to_dict("records"):
+        cells = [_cell(escape(str(r["vm"])))]
+        for col in COMPARED:
+            digits = 0 if col.endswith("mhz") else 1
+            for side in ("a", "b", "diff"):
+                v = r[f"{col} {side}"]
+                text = _num(v, digits)
+                if side == "diff" and not math.isnan(v) and text[0] != "-":
+                    text = "+" + text
+                cells.append(_cell(text, v))
+        rows.append(cells)
+    return _table("compare", heads, rows)
 
 
 def _figure_html(fig: go.Figure, fig_id: str, include_plotlyjs: bool) -> str:
@@ -128,9 +231,21 @@ def _figure_html(fig: go.Figure, fig_id: str, include_plotlyjs: bool) -> str:
     return f'<div class="figure" id="{fig_id}">\n{div}\n</div>'
 
 
+def _vm_pools(manifest: dict[str, Any]) -> dict[str, Any]:
+    scenario = manifest.get("scenario")
+    vms = scenario.get("vms") if isinstance(scenario, dict) else None
+    return {v["name"]: v.get("pool") for v in vms or [] if isinstance(v, dict) and isinstance(v.get("name"), str)}
+
+
+def _frame(res: Results, name: str, columns: list[str]) -> pd.DataFrame:
+    return res.table(name) if name in res.tables else pd.DataFrame(columns=columns)
+
+
 def render_report(
     results_dir: str | os.PathLike[str] | Results,
     out_path: str | os.PathLike[str] | None = None,
+    *,
+    compare: str | os.PathLike[str] | Results | None = None,
 ) -> Path:
     """Write the HTML report of a run.
 
@@ -141,6 +256,9 @@ def render_report(
     out_path : path-like, optional
         Where to write; default ``<results_dir>/report.html``. The file is written to a
         temporary name next to it and renamed into place.
+    compare : path-like or Results, optional
+        A second results folder: the page gets a section comparing the two runs VM by VM
+        (:func:`vmtwin.report.compare.compare_runs`) and the figure :data:`COMPARE_FIGURE_ID`.
 
     Returns
     -------
@@ -150,37 +268,58 @@ def render_report(
     Raises
     ------
     ValueError
-        ``results_dir`` is not a results folder.
+        ``results_dir`` (or ``compare``) is not a results folder.
+    VmtwinError
+        ``out_path`` is a folder or cannot be written (the message names it).
 
     Notes
     -----
-    The page holds a title with the scenario name, the run's facts, a per-VM summary table
-    (settings of the last sample; mean %USED, %RDY, %MLMTD; p95 %RDY) and five figures, each in
-    a ``<div class="figure" id=...>`` with the ids of :data:`FIGURE_IDS`: host CPU, per-VM
-    %USED, per-VM %RDY, limits (%MLMTD and used MHz against the limit) and mean %USED against
-    entitlement. A ``<div id="report-ok">`` closes the page.
+    The page holds a title with the scenario name, the run's facts, a sortable per-VM table
+    (settings of the last sample; mean %USED, %RDY, %MLMTD; p95 %RDY; %RDY per vCPU and of the
+    worst vCPU; the VM's pool), the resource-pool tree (settings, usage and entitlement) and
+    the figures, each in a ``<div class="figure" id=...>`` with the ids of :data:`FIGURE_IDS`:
+    host CPU, per-VM %USED, per-VM %RDY, per-vCPU %RDY with the 5% and 10% guide lines, limits,
+    mean %USED against entitlement, and pools over time. A ``<div id="report-ok">`` closes the
+    page.
     """
     res = results_dir if isinstance(results_dir, Results) else Results(results_dir)
+    other = None if compare is None else (compare if isinstance(compare, Results) else Results(compare))
     manifest = res.manifest
-    host = res.host if "host" in res.tables else pd.DataFrame(
-        columns=["time_s", "pcpus", "capacity_mhz", "used_mhz", "%PCPU_UTIL", "%PCPU_USED"])
-    vm = res.vm if "vm" in res.tables else pd.DataFrame(
-        columns=["time_s", "vm", "vm_id", "vcpus", "%USED", "%RDY", "%MLMTD", "used_mhz",
-                 "entitlement_mhz", "demand_mhz", "shares", "reservation_mhz", "limit_mhz"])
+    host = _frame(res, "host", ["time_s", "pcpus", "capacity_mhz", "used_mhz", "%PCPU_UTIL", "%PCPU_USED"])
+    vm = _frame(res, "vm", ["time_s", "vm", "vm_id", "vcpus", "%USED", "%RDY", "%MLMTD", "used_mhz",
+                            "entitlement_mhz", "demand_mhz", "shares", "reservation_mhz", "limit_mhz"])
+    vcpu = _frame(res, "vcpu", ["time_s", "vm", "vm_id", "vcpu", "%RDY"])
     summary = vm_summary(vm)
     name = str(manifest.get("scenario_name") or res.path.name)
+    usage = pool_usage(vm, manifest)
+    tree = pool_tree(usage, manifest)
+    pools = tree[tree["pool"] != ROOT]
+    pool_order = [str(p) for p in sorted(pools["pool"], key=lambda p: (
+        -float(pools.loc[pools["pool"] == p, "mean used_mhz"].iloc[0]), list(pools["pool"]).index(p)))]
 
+    shown = figures.top_vms(vm)
     figs = [
         figures.host_cpu_figure(host),
-        figures.vm_counter_figure(vm, "%USED", "%USED per VM"),
-        figures.vm_counter_figure(vm, "%RDY", "%RDY per VM"),
+        figures.vm_counter_figure(vm, "%USED", "%USED per VM", shown),
+        figures.vm_counter_figure(vm, "%RDY", "%RDY per VM", shown),
+        figures.vcpu_ready_figure(vcpu),
         figures.vm_limit_figure(vm),
-        figures.vm_entitlement_figure(vm, host),
+        figures.vm_entitlement_figure(vm, host, shown),
+        figures.pool_figure(usage, pool_order),
     ]
-    blocks = [
-        _figure_html(fig, fig_id, include_plotlyjs=(i == 0))
-        for i, (fig, fig_id) in enumerate(zip(figs, FIGURE_IDS))
-    ]
+    ids = list(FIGURE_IDS)
+    compare_html: list[str] = []
+    if other is not None:
+        diff = compare_runs(res, other)
+        figs.append(figures.compare_figure(diff, str(res.path.name), str(other.path.name)))
+        ids.append(COMPARE_FIGURE_ID)
+        compare_html = [
+            "<h2>Compared with another run</h2>",
+            f'<p class="note">A = this run ({escape(str(res.path))}), B = {escape(str(other.path))}; '
+            "means over each run, VMs matched by name.</p>",
+            _compare_table(diff),
+        ]
+    blocks = [_figure_html(fig, fig_id, include_plotlyjs=(i == 0)) for i, (fig, fig_id) in enumerate(zip(figs, ids))]
     facts = "".join(
         f"<div><dt>{escape(k)}</dt><dd>{escape(v)}</dd></div>"
         for k, v in _facts(manifest, host, len(summary))
@@ -203,11 +342,19 @@ def render_report(
             "(VM percentages are sums over the VM's vCPUs).</p>",
             f'<dl class="facts">{facts}</dl>',
             "<h2>Virtual machines</h2>",
-            _summary_table(summary),
+            _summary_table(summary, vcpu, _vm_pools(manifest)),
+            '<p class="note">Click a column header to sort. A vCPU ready 5% of the time is worth '
+            "watching, 10% a problem (the admins' rule of thumb; see the per-vCPU figure).</p>",
+            "<h2>Resource pools</h2>",
+            _pool_table(tree),
+            '<p class="note">Settings at the start of the run. Usage and entitlement are sums over '
+            "the VMs in the pool and below it.</p>",
+            *compare_html,
             "<h2>Figures</h2>",
             *blocks,
             f'<div id="report-ok" class="footer">{footer}</div>',
             "</main>",
+            f"<script>\n{_SORT_JS}\n</script>",
             "</body>",
             "</html>",
             "",
@@ -215,12 +362,6 @@ def render_report(
     )
 
     out = Path(out_path) if out_path is not None else res.path / "report.html"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-    try:
+    with atomic_output(out, "report") as tmp:
         tmp.write_text(page, encoding="utf-8")
-        os.replace(tmp, out)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
     return out

@@ -22,13 +22,13 @@ SUMMARY_COLUMNS = [
 ]
 
 
-def vm_summary(vm: pd.DataFrame) -> pd.DataFrame:
+def vm_summary(vm: pd.DataFrame | None) -> pd.DataFrame:
     """Summarize the ``vm`` table, one row per VM in ``vm_id`` order.
 
     Parameters
     ----------
-    vm : pandas.DataFrame
-        The ``vm`` table of a results folder.
+    vm : pandas.DataFrame or None
+        The ``vm`` table of a results folder (None: no VM rows).
 
     Returns
     -------
@@ -38,7 +38,7 @@ def vm_summary(vm: pd.DataFrame) -> pd.DataFrame:
         95th percentile (linear interpolation) of the per-sample ``%RDY``.
     """
     rows = []
-    if len(vm):
+    if vm is not None and len(vm):
         ordered = vm.sort_values(["vm_id", "time_s"], kind="stable")
         for vm_id, g in ordered.groupby("vm_id", sort=True):
             last = g.iloc[-1]

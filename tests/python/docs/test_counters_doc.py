@@ -49,7 +49,8 @@ def _esxtop_columns(path: Path) -> list[str]:
     for h in header[1:]:
         m = re.fullmatch(r"\\\\[^\\]+\\(.+)", h)
         assert m, f"esxtop column {h!r} is not a counter path \\\\host\\object\\counter"
-        cols.append(re.sub(r"^Group Cpu\(\d+:[^)]*\)", "Group Cpu(<n>:<vm>)", m.group(1)))
+        col = re.sub(r"^Group Cpu\(\d+:[^)]*\)", "Group Cpu(<n>:<vm>)", m.group(1))
+        cols.append(re.sub(r"^Vcpu\(\d+:[^)]*\)", "Vcpu(<n>:<vm>:<wid>:vmx-vcpu-<k>:<vm>)", col))
     return list(dict.fromkeys(cols))
 
 
