@@ -1,0 +1,61 @@
+"""``vmtwin overhead``: the Tier-1 tables for a native run and one or two virtual runs."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "overhead", help="the cost of virtualization from hardware counters (Tier-1 methodology)",
+        description="Compare a native run with a virtual run (host-system counters, guest vPMC counters, or both) "
+                    "per unit of work: high-level table, hypervisor column, overhead decomposition, path length vs "
+                    "CPI, address translation, caches. Each RUN is a run file (JSON with metadata and counters).")
+    p.add_argument("runs", nargs="*", metavar="RUN", help="NATIVE VIRTUAL [VIRTUAL]: run files (JSON)")
+    p.add_argument("--paper", choices=("oltp", "hadoop", "rr-loopback"),
+                   help="analyse the paper's own tables instead of run files")
+    p.add_argument("--basis", required=True, choices=("native_total", "native_same_mode", "virtual_total"),
+                   help="denominator of every overhead percentage (no default: the paper mixes them)")
+    p.add_argument("--vmkernel-share", type=float, help="vmkstats: share of the virtual host's samples in the VMkernel")
+    p.add_argument("--vmm-share", type=float, help="kstats: share of VMM+guest time outside direct execution")
+    p.add_argument("-o", "--output", required=True, help="folder for overhead.json and overhead.html")
+    p.set_defaults(func=_cmd_overhead)
+
+
+def _cmd_overhead(args: argparse.Namespace) -> int:
+    from vmtwin.cli import out
+    from vmtwin.exceptions import scenario_error
+    from vmtwin.methodology import paper
+    from vmtwin.methodology.inputs import load_run
+    from vmtwin.methodology.method import Analysis, Profile
+    from vmtwin.methodology.report import write_outputs
+    from vmtwin.methodology.tables import print_tables
+
+    if args.paper:
+        if args.runs:
+            raise scenario_error("overhead RUN", args.runs, "no run files with --paper")
+        runs = list(paper.runs(args.paper).values())
+        title = f"Tier-1 overhead: the paper's {args.paper} tables"
+    else:
+        if not 2 <= len(args.runs) <= 3:
+            raise scenario_error("overhead RUN", args.runs, "NATIVE VIRTUAL [VIRTUAL]: two or three run files")
+        runs = [load_run(p) for p in args.runs]
+        title = "Tier-1 overhead: " + " vs ".join(args.runs)
+    native = [r for r in runs if r.metadata.source == "native_os"]
+    host = [r for r in runs if r.metadata.source == "host_system"]
+    guest = [r for r in runs if r.metadata.source == "guest_vpmc"]
+    if len(native) != 1 or len(host) > 1 or len(guest) > 1:
+        raise scenario_error("overhead runs' metadata.source", [r.metadata.source for r in runs],
+                             "one native_os run and at most one host_system and one guest_vpmc run")
+    profile = None
+    if (args.vmkernel_share is None) != (args.vmm_share is None):
+        raise scenario_error("--vmkernel-share/--vmm-share", [args.vmkernel_share, args.vmm_share], "both or neither")
+    if args.vmkernel_share is not None:
+        profile = Profile(vmkernel_share=args.vmkernel_share, vmm_share=args.vmm_share)
+    analysis = Analysis(native[0], host[0] if host else None, guest[0] if guest else None, basis=args.basis,
+                        profile=profile)
+    result = analysis.as_dict()
+    print_tables(result, out)
+    json_path, html_path = write_outputs(args.output, result, title)
+    out.print(f"wrote {json_path} and {html_path}")
+    return 0
