@@ -59,7 +59,6 @@ USER_ERROR = 2
 #: parsers and sets ``func``; command functions import their heavy modules lazily, so that
 #: ``vmtwin --help`` stays fast. Errors they raise go through the one boundary in :func:`main`.
 COMMAND_MODULES: tuple[str, ...] = (
-    "vmtwin.methodology.cli",
     "vmtwin.inventory.cli",
     "vmtwin.analytics.cli",
     "vmtwin.methodology.cli",
