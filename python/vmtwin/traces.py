@@ -15,17 +15,23 @@ public formats are read (see ``/work/shared/data/*/SOURCE.md``):
   :attr:`Trace.clamped`.
 
 Every problem with a file raises :class:`~vmtwin.exceptions.ScenarioError` naming the file and,
-for text files, the line.
+for text files, the line. Files are read only when they are regular files (a FIFO would block
+forever, ``/dev/zero`` never ends, a directory is no trace) and no bigger than the bounds of
+:mod:`vmtwin.scenario.limits` (``MAX_TRACE_TEXT_BYTES``, ``MAX_TRACE_PARQUET_BYTES``,
+``MAX_TRACE_SEGMENTS``, and segments no longer than ``MAX_TIME_NS``).
 """
 
 from __future__ import annotations
 
+import io
 import math
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Union
 
-from vmtwin.exceptions import scenario_error
+from vmtwin.exceptions import ScenarioError
 
 __all__ = ["Trace", "TraceReader", "PLANETLAB_SAMPLE_NS", "read_planetlab", "read_bitbrains", "bitbrains_vm_ids"]
 
@@ -70,13 +76,82 @@ class Trace:
         return sum(self.segment_ns)
 
 
-def read_text_file(path: Path, what: str) -> str:
-    """The UTF-8 text of ``path``, or a ScenarioError naming the file and ``what`` was expected."""
+def scenario_error(path: str, value: object, allowed: str) -> ScenarioError:
+    """The scenario layer's error, value and path shortened (imported late: the scenario package
+    imports this module)."""
+    from vmtwin.scenario.shown import bounded_error
+
+    return bounded_error(path, value, allowed)
+
+
+def _limits():
+    from vmtwin.scenario import limits
+
+    return limits
+
+
+_KINDS = [(stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")]
+
+
+def checked_path(path: Union[str, Path], what: str) -> Path:
+    """``path`` as a Path, or a ScenarioError if no file can have that name (a NUL byte)."""
+    text = str(path)
+    if "\x00" in text:
+        raise scenario_error(text, text, f"a path to {what} without NUL bytes")
+    return Path(path)
+
+
+def regular_file_size(path: Path, what: str, max_bytes: int) -> int:
+    """Size of ``path`` if it is a regular file of at most ``max_bytes``; else a ScenarioError."""
     try:
-        return path.read_text(encoding="utf-8")
+        st = os.stat(path)
     except FileNotFoundError:
         raise scenario_error(str(path), str(path), f"an existing {what}") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, ValueError) as exc:
+        raise scenario_error(str(path), str(path), f"a readable {what} ({exc.__class__.__name__}: {exc})") from None
+    _check_stat(path, st, what, max_bytes)
+    return st.st_size
+
+
+def _check_stat(path: Path, st: os.stat_result, what: str, max_bytes: int) -> None:
+    if not stat.S_ISREG(st.st_mode):
+        kind = next((name for test, name in _KINDS if test(st.st_mode)), "not a regular file")
+        raise scenario_error(str(path), str(path), f"a regular file as the {what} (this is {kind})")
+    if st.st_size > max_bytes:
+        raise scenario_error(str(path), str(path), f"a {what} of at most {max_bytes:,} bytes (this one has "
+                             f"{st.st_size:,}; bigger inputs would exhaust memory while being read)")
+
+
+def read_text_file(path: Path, what: str, max_bytes: int = 0) -> str:
+    """The UTF-8 text of ``path``, or a ScenarioError naming the file and ``what`` was expected.
+
+    Only a regular file of at most ``max_bytes`` (default: ``MAX_TRACE_TEXT_BYTES``) is read; it
+    is opened without blocking, so a FIFO put where a file was expected fails at once.
+    """
+    max_bytes = max_bytes or _limits().MAX_TRACE_TEXT_BYTES
+    path = checked_path(path, what)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise scenario_error(str(path), str(path), f"an existing {what}") from None
+    except (OSError, ValueError) as exc:
+        raise scenario_error(str(path), str(path), f"a readable UTF-8 {what} ({exc.__class__.__name__}: {exc})") from None
+    try:
+        _check_stat(path, os.fstat(fd), what, max_bytes)
+    except ScenarioError:
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "rb") as f:
+        try:
+            data = f.read(max_bytes + 1)
+        except OSError as exc:
+            raise scenario_error(str(path), str(path), f"a readable {what} ({exc.__class__.__name__}: {exc})") from None
+    if len(data) > max_bytes:  # it grew since it was checked
+        raise scenario_error(str(path), str(path), f"a {what} of at most {max_bytes:,} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise scenario_error(str(path), str(path), f"a readable UTF-8 {what} ({exc.__class__.__name__}: {exc})") from None
 
 
@@ -99,11 +174,12 @@ def read_planetlab(path: str | Path) -> Trace:
         The file is missing or unreadable, empty, or a line is not an integer from 0 to 100
         (the message names the file and the line number).
     """
-    p = Path(path)
+    p = checked_path(path, "PlanetLab trace file")
     text = read_text_file(p, "PlanetLab trace file")
+    max_segments = _limits().MAX_TRACE_SEGMENTS
     util: list[float] = []
     blank_at = 0  # first blank line seen; only trailing blank lines are harmless
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    for lineno, line in enumerate(io.StringIO(text), start=1):  # not splitlines: one line at a time
         s = line.strip()
         if not s:
             blank_at = blank_at or lineno
@@ -118,6 +194,9 @@ def read_planetlab(path: str | Path) -> Trace:
         if not 0 <= pct <= 100:
             raise scenario_error(f"{p}:{lineno}", pct, "an integer percent from 0 to 100 per line")
         util.append(pct / 100.0)
+        if len(util) > max_segments:
+            raise scenario_error(f"{p}:{lineno}", f"sample {len(util):,}",
+                                 f"at most {max_segments:,} samples per trace (the segments are copied into the engine)")
     if not util:
         raise scenario_error(str(p), "an empty file", "at least one sample (one integer percent per line)")
     return Trace([PLANETLAB_SAMPLE_NS] * len(util), util, source=str(p))
@@ -130,8 +209,9 @@ def _bitbrains_tables(folder: Path):
     tables = {}
     for name, cols in (("tasks", ["id", "cpu_count", "cpu_capacity"]), ("fragments", ["id", "duration", "cpu_usage"])):
         f = folder / f"{name}.parquet"
-        if not f.is_file():
+        if not f.exists():
             raise scenario_error(str(f), str(f), f"an existing Bitbrains {name}.parquet in the trace folder")
+        regular_file_size(f, f"Bitbrains {name}.parquet", _limits().MAX_TRACE_PARQUET_BYTES)
         try:
             tables[name] = pq.read_table(f, columns=cols)
         except Exception as exc:  # pyarrow raises several classes for bad files
@@ -177,6 +257,7 @@ class _BitbrainsFolder:
     """One ``tasks-fragments`` folder read once, for reading the traces of many of its VMs."""
 
     def __init__(self, d: Path) -> None:
+        d = checked_path(d, "a Bitbrains tasks-fragments folder")
         if not d.is_dir():
             raise scenario_error(str(d), str(d), "an existing Bitbrains tasks-fragments folder")
         self.dir = d
@@ -196,7 +277,7 @@ class _BitbrainsFolder:
             )
         capacity = float(tasks.column("cpu_capacity")[row].as_py())
         cpu_count = int(tasks.column("cpu_count")[row].as_py())
-        if not capacity > 0:
+        if not (capacity > 0 and math.isfinite(capacity)):
             raise scenario_error(f"{d / 'tasks.parquet'} (id {vm_id})", capacity, "a positive cpu_capacity in MHz")
 
         import pyarrow.compute as pc
@@ -208,12 +289,18 @@ class _BitbrainsFolder:
         usage = pc.filter(frags.column("cpu_usage"), mask).to_pylist()
         if not durations:
             raise scenario_error(f"{d / 'fragments.parquet'}", vm_id, "a VM id with at least one fragment")
+        limits = _limits()
+        if len(durations) > limits.MAX_TRACE_SEGMENTS:
+            raise scenario_error(f"{d / 'fragments.parquet'}", f"{len(durations):,} fragments for VM {vm_id}",
+                                 f"at most {limits.MAX_TRACE_SEGMENTS:,} per trace (copied into the engine)")
+        max_ms = limits.MAX_TIME_NS // _MS
         seg: list[int] = []
         util: list[float] = []
         clamped = 0
         for r, dur_ms, mhz in zip(rows, durations, usage):
-            if dur_ms is None or dur_ms <= 0:
-                raise scenario_error(f"{d / 'fragments.parquet'} row {r}", dur_ms, "a positive fragment duration in ms")
+            if dur_ms is None or not dur_ms > 0 or not dur_ms <= max_ms:
+                raise scenario_error(f"{d / 'fragments.parquet'} row {r}", dur_ms,
+                                     f"a positive fragment duration in ms, at most {max_ms} (100 years)")
             if mhz is None or not math.isfinite(mhz):
                 raise scenario_error(f"{d / 'fragments.parquet'} row {r}", mhz, "a finite cpu_usage in MHz")
             frac = mhz / capacity

@@ -11,11 +11,14 @@ Conventions
   are binary here, exactly like ``KiB``/``MiB``/``GiB``/``TiB``: ``4GB == 4GiB == 4294967296``.
   ``B`` is plain bytes.
 - Frequencies: ``MHz`` and ``GHz`` (``2.6GHz == 2600MHz``).
-- Durations: ``ns``, ``us`` (or ``µs``), ``ms``, ``s``, ``min``, ``h``. ``m`` is refused because it
-  reads as both minutes and milliseconds.
+- Durations: ``ns``, ``us`` (or ``µs``), ``ms``, ``s``, ``min``, ``h``, ``day`` (or ``d``, ``days``)
+  and ``week`` (or ``w``, ``weeks``). ``m`` is refused because it reads as both minutes and
+  milliseconds. Formatting stops at ``h`` (``24h``, not ``1day``), which esxtop users read at a glance.
 - Unit names are matched case-insensitively; a space between number and unit is allowed.
 - Fractions are allowed (``1.5GB``, ``0.5s``) and rounded to the nearest base unit (half to even).
 - Negative quantities are refused: no field of a scenario takes one.
+- Quantities beyond the engine's 64-bit integers are refused before any arithmetic, whatever the
+  exponent (``1e999999GHz`` is a ValueError, not a ``decimal.Overflow``).
 - A bare number (an ``int``, or a string with no unit) is a base-unit count (bytes, MHz, ns) only
   when ``allow_bare=True``. Scenario files call these functions with ``allow_bare=False``, so
   ``memory: 4096`` is an error rather than silently 4 KiB; ``0`` is always accepted, since zero
@@ -69,13 +72,27 @@ DURATION_UNITS: dict[str, int] = {
     "us": 10**3,
     "ns": 1,
 }
-_DUR_ALIASES = {**{u.lower(): f for u, f in DURATION_UNITS.items()}, "µs": 10**3, "μs": 10**3}
+_DAY_NS = 24 * 3600 * 10**9
+_DUR_ALIASES = {
+    **{u.lower(): f for u, f in DURATION_UNITS.items()},
+    "µs": 10**3,
+    "μs": 10**3,
+    "d": _DAY_NS,
+    "day": _DAY_NS,
+    "days": _DAY_NS,
+    "w": 7 * _DAY_NS,
+    "week": 7 * _DAY_NS,
+    "weeks": 7 * _DAY_NS,
+}
 
 _QUANTITY = re.compile(r"^\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*([^\d\s.+-][^\s]*)?\s*$")
 
 _SIZE_ALLOWED = "a size with a unit: B, KB, MB, GB, TB (binary, GB = GiB = 2^30 bytes) or KiB, MiB, GiB, TiB, e.g. '4GB'"
 _FREQ_ALLOWED = "a frequency with a unit: MHz or GHz, e.g. '2600MHz' or '2.6GHz'"
-_DUR_ALLOWED = "a duration with a unit: ns, us, ms, s, min or h, e.g. '50ms' or '10min'"
+_DUR_ALLOWED = "a duration with a unit: ns, us, ms, s, min, h, day or week, e.g. '50ms' or '10min'"
+# Any number whose exponent is beyond this is far outside u64 in any unit (2**64 < 10**20, and the
+# smallest unit factor is 1): refused before Decimal arithmetic, which would overflow its context.
+_MAX_EXPONENT = 40
 
 
 # Parsed strings, per unit table and allow_bare: a scenario repeats the same few quantities
@@ -131,6 +148,8 @@ def _parse_uncached(value: object, aliases: dict[str, int], allowed: str, base: 
         raise ValueError(allowed) from None
     if amount < 0:
         raise ValueError(f"a non-negative quantity: {allowed}")
+    if amount != 0 and amount.adjusted() > _MAX_EXPONENT:
+        raise ValueError(f"at most {_U64_MAX} {base} (the engine counts in 64-bit integers): {allowed}")
     if unit is None:
         if amount == 0:
             return 0
@@ -143,8 +162,8 @@ def _parse_uncached(value: object, aliases: dict[str, int], allowed: str, base: 
             raise ValueError(f"{allowed} (unknown unit {unit!r})")
     try:
         scaled = int((amount * factor).quantize(Decimal(1), rounding=ROUND_HALF_EVEN))
-    except InvalidOperation:  # more digits than Decimal's precision: far beyond u64
-        scaled = _U64_MAX + 1
+    except (InvalidOperation, ArithmeticError):  # too many digits, or a tiny exponent: not u64
+        scaled = 0 if amount.adjusted() < 0 else _U64_MAX + 1
     if scaled > _U64_MAX:
         raise ValueError(f"at most {_U64_MAX} {base} (the engine counts in 64-bit integers): {allowed}")
     return scaled
@@ -208,7 +227,8 @@ def parse_duration(value: object, *, allow_bare: bool = True) -> int:
     Parameters
     ----------
     value : str or int
-        ``"500us"``, ``"50ms"``, ``"2s"``, ``"10min"``, ``"1h"``, ``"100ns"``, or an int number of ns.
+        ``"500us"``, ``"50ms"``, ``"2s"``, ``"10min"``, ``"1h"``, ``"2day"``, ``"1week"``, ``"100ns"``,
+        or an int number of ns.
     allow_bare : bool
         Accept a number without a unit as nanoseconds. Scenario files pass ``False``.
 

@@ -6,6 +6,10 @@ from typing import TYPE_CHECKING, Iterator, Optional
 
 from vmtwin import units as _units
 from vmtwin.exceptions import ScenarioError, scenario_error
+from vmtwin.scenario.limits import limit_errors
+
+#: vCPUs per VM the engine accepts, vSphere 8.0's maximum (``MAX_VCPUS_PER_VM`` in the engine).
+MAX_VCPUS_PER_VM = 768
 
 if TYPE_CHECKING:
     from vmtwin.scenario.models import ResourcePool, Scenario
@@ -35,9 +39,11 @@ def _semantic_errors(sc: Scenario) -> Iterator[ScenarioError]:
         yield scenario_error("host.core_mhz", "0MHz", "a positive frequency, e.g. '2600MHz'")
     if h.memory == 0:
         yield scenario_error("host.memory", "0B", "a positive size, e.g. '64GB'")
-    for field in ("quantum", "entitlement_interval", "limit_burst"):
+    for field in ("quantum", "entitlement_interval", "limit_burst", "max_lag"):
         if getattr(sc.cpu_scheduler, field) == 0:
             yield scenario_error(f"cpu_scheduler.{field}", "0ns", "a positive duration")
+    # Before anything per VM: a billion VMs or a 1 ns sample is refused before it costs anything.
+    yield from limit_errors(sc)
 
     pools = {p.name: i for i, p in enumerate(sc.resource_pools)}
     seen: set[str] = set()
@@ -48,12 +54,17 @@ def _semantic_errors(sc: Scenario) -> Iterator[ScenarioError]:
         seen.add(p.name)
         if p.parent is not None and p.parent not in pools:
             yield scenario_error(f"{at}.parent", p.parent, f"null or the name of a pool: {_names(pools)}")
+        if p.cpu.limit == 0:
+            yield scenario_error(f"{at}.cpu.limit", "0MHz", "a limit > 0MHz, or unlimited (a pool limited to 0MHz "
+                                 "would never run its VMs; a VM's limit of 0MHz is refused too)")
         yield from _limit_errors(f"{at}.cpu", p.cpu.reservation, p.cpu.limit)
     yield from _cycle_errors(sc.resource_pools, pools)
 
     # Per VM only comparisons, unless something is wrong: scenarios have tens of thousands of VMs.
     vm_names: dict[str, tuple[int, int]] = {}  # name -> (index, count) of the entry that has it first
     logical_cpus = h.logical_cpus
+    max_vcpus = min(logical_cpus, MAX_VCPUS_PER_VM)
+    why_max = "the host's logical CPUs" if max_vcpus == logical_cpus else "vSphere 8.0's vCPUs per VM"
     for i, vm in enumerate(sc.vms):
         for name in (vm.name,) if vm.count == 1 else vm.expanded_names():
             first = vm_names.get(name)
@@ -65,10 +76,8 @@ def _semantic_errors(sc: Scenario) -> Iterator[ScenarioError]:
                 )
         if vm.pool is not None and vm.pool not in pools:
             yield scenario_error(f"vms[{i}].pool", vm.pool, f"null or the name of a pool: {_names(pools)}")
-        if vm.vcpus > logical_cpus:
-            yield scenario_error(
-                f"vms[{i}].vcpus", vm.vcpus, f"an integer from 1 to {logical_cpus} (the host's logical CPUs)"
-            )
+        if vm.vcpus > max_vcpus:
+            yield scenario_error(f"vms[{i}].vcpus", vm.vcpus, f"an integer from 1 to {max_vcpus} ({why_max})")
         if vm.memory == 0:
             yield scenario_error(f"vms[{i}].memory", "0B", "a positive size, e.g. '4GB'")
         if vm.power_on > sc.duration:
@@ -78,6 +87,8 @@ def _semantic_errors(sc: Scenario) -> Iterator[ScenarioError]:
                 f"a time within the run, at most {_units.format_duration(sc.duration)}",
             )
         cpu = vm.cpu
+        if cpu.limit == 0:
+            yield scenario_error(f"vms[{i}].cpu.limit", "0MHz", "a limit > 0MHz, or unlimited")
         if cpu.limit is not None and cpu.reservation > cpu.limit:
             yield from _limit_errors(f"vms[{i}].cpu", cpu.reservation, cpu.limit)
         w = vm.workload

@@ -8,8 +8,14 @@ from pydantic import (
     ValidationError,
 )
 
-from vmtwin.exceptions import ScenarioError, scenario_error
+from vmtwin.exceptions import ScenarioError
 from vmtwin.scenario.fields import _Model
+from vmtwin.scenario.shown import bounded_error as scenario_error
+from vmtwin.scenario.shown import short
+
+#: Problems listed in one message; the rest are counted ("and 37 more problems"), so a list of
+#: 10,000 bad VMs still gives a message a terminal shows whole.
+MAX_PROBLEMS_SHOWN = 10
 
 # --------------------------------------------------------------------------------------------
 # Turning pydantic errors into ScenarioError
@@ -69,7 +75,8 @@ def _yaml_path(loc: tuple) -> str:
         elif prev == "workload" and el in _workloads():
             pass  # pydantic's discriminator tag, not a YAML key
         else:
-            out += f".{el}" if out else str(el)
+            key = short(str(el), 40, quote=False)
+            out += f".{key}" if out else key
         prev = el
     return out or "(top level)"
 
@@ -94,7 +101,7 @@ def _one_error(err: dict, root: type[_Model], prefix: str) -> ScenarioError:
         allowed = str(inner) if inner is not None else err["msg"]
     elif kind == "extra_forbidden":
         keys = _describe_keys(owner) if owner is not None else "(see the schema)"
-        return scenario_error(path, value, f"one of the keys {keys} (unknown key {loc[-1]!r})")
+        return scenario_error(path, value, f"one of the keys {keys} (unknown key {short(loc[-1], 40)})")
     elif kind == "missing":
         value = _Missing()
         allowed = field.description if field is not None and field.description else "a value (required)"
@@ -123,12 +130,19 @@ def _one_error(err: dict, root: type[_Model], prefix: str) -> ScenarioError:
 
 
 def _convert_validation_error(exc: ValidationError, root: type[_Model], prefix: str = "") -> ScenarioError:
-    """One ScenarioError for a pydantic ValidationError: one line per problem, first one first."""
-    errors = [_one_error(e, root, prefix) for e in exc.errors(include_url=False)]
+    """One ScenarioError for a pydantic ValidationError: one line per problem, first one first.
+
+    At most ``MAX_PROBLEMS_SHOWN`` lines; the last says how many more problems there are.
+    """
+    found = exc.errors(include_url=False)
+    errors = [_one_error(e, root, prefix) for e in found[:MAX_PROBLEMS_SHOWN]]
     if len(errors) == 1:
         return errors[0]
     first = errors[0]
-    combined = ScenarioError("\n".join(str(e) for e in errors))
+    lines = [str(e) for e in errors]
+    if len(found) > len(errors):
+        lines[-1] += f" (and {len(found) - len(errors):,} more problems not shown)"
+    combined = ScenarioError("\n".join(lines))
     for attr in ("path", "value", "allowed"):
         setattr(combined, attr, getattr(first, attr, None))
     return combined
@@ -140,6 +154,6 @@ def _prefixed(where: str, exc: ScenarioError) -> ScenarioError:
     if getattr(exc, "path", None) == value and allowed is not None:
         # The error is about the file itself (missing, unreadable): the file is the value.
         return scenario_error(where, value, allowed)
-    err = ScenarioError(f"{where}: {exc}")
+    err = ScenarioError(f"{where}: {short(str(exc), 600, quote=False)}")
     err.path, err.value, err.allowed = where, value, allowed
     return err

@@ -73,8 +73,8 @@ Mhz = _unit_type(
 Nanos = _unit_type(
     _units.parse_duration,
     _units.format_duration,
-    _NUM + r"(ns|us|µs|ms|s|min|h)\s*$",
-    "A duration: ns, us, ms, s, min or h, e.g. '50ms', '10min'.",
+    _NUM + r"(ns|us|µs|ms|s|min|h|d|days?|w|weeks?)\s*$",
+    "A duration: ns, us, ms, s, min, h, day or week, e.g. '50ms', '10min', '2day'.",
 )
 
 

@@ -22,6 +22,7 @@ from vmtwin.exceptions import ScenarioError, scenario_error
 from vmtwin.scenario._gc import gc_paused
 from vmtwin.scenario.checks import _semantic_errors
 from vmtwin.scenario.errors import _prefixed
+from vmtwin.scenario.limits import MAX_TIME_NS
 from vmtwin.scenario.fields import (
     POOL_SHARES,
     VM_SHARES_PER_VCPU,
@@ -254,6 +255,14 @@ class Scenario(_Model):
             length = total_ns.get(id(tr))
             if length is None:
                 length = total_ns[id(tr)] = tr.total_ns
+            longest = max(tr.segment_ns)
+            if longest / w.speedup > MAX_TIME_NS:
+                raise scenario_error(
+                    f"vms[{i}].workload.speedup",
+                    w.speedup,
+                    f"at least {longest / MAX_TIME_NS:.3g} for this trace (slowed by less, its longest segment, "
+                    f"{_units.format_duration(longest)}, would outlast the engine clock's 100-year bound)",
+                )
             if w.offset >= length:
                 raise scenario_error(
                     f"vms[{i}].workload.offset",

@@ -72,7 +72,7 @@ def test_durations(text, expected):
         (parse_frequency, "2600", "only 0 may omit the unit"),
         (parse_frequency, "2600Hz", "MHz or GHz"),
         (parse_duration, "10m", "unknown unit 'm'"),
-        (parse_duration, "5 sec", "ns, us, ms, s, min or h"),
+        (parse_duration, "5 sec", "ns, us, ms, s, min, h, day or week"),
         (parse_duration, True, "a duration"),
         (parse_duration, [1], "a duration"),
         (parse_size, "1e40GB", "64-bit"),
