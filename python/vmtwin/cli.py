@@ -62,6 +62,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "vmtwin.inventory.cli",
     "vmtwin.analytics.cli",
     "vmtwin.methodology.cli",
+    "vmtwin.manage.cli",
 )
 
 # piped output keeps whole lines (rich would otherwise cut table cells at 80 columns)

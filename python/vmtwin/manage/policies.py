@@ -221,7 +221,7 @@ def optimal_static(stream: TaskStream, seeds: Sequence[int], params: Optional[Vc
                    refine: bool = True) -> SweepResult:
     """The best fixed batch by mean latency over ``seeds`` (ties: the smaller batch).
 
-    The sweep covers :func:`sweep_batches`, then every size between the winner's two neighbours in
+    The sweep covers ``batches`` (default :func:`sweep_batches`), then every size between the winner's two neighbours in
     the grid (``refine``), so the winner is the best integer size near the grid's best.
     """
     tried: dict[int, float] = {}
@@ -235,7 +235,7 @@ def optimal_static(stream: TaskStream, seeds: Sequence[int], params: Optional[Vc
     for b in grid:
         mean_latency(b)
     best = min(tried, key=lambda b: (tried[b], b))
-    if refine and batches is None:
+    if refine:
         i = grid.index(best)
         lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
         for b in range(lo, hi + 1):
