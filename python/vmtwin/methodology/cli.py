@@ -5,12 +5,22 @@ from __future__ import annotations
 import argparse
 
 
+EPILOG = """examples:
+  vmtwin overhead --paper oltp --basis native_total -o overhead-oltp
+  vmtwin overhead native.json host.json guest.json --basis native_total -o overhead-mine
+  vmtwin overhead native.json host.json guest.json --basis native_total --vmkernel-share 0.045 --vmm-share 0.035 -o out
+
+A run file is JSON: {"metadata": {...}, "counters_file": "run.perf.csv"} (perf stat -x output or the
+canonical CSV) or inline "counters"; see docs/methodology.md."""
+
+
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "overhead", help="the cost of virtualization from hardware counters (Tier-1 methodology)",
         description="Compare a native run with a virtual run (host-system counters, guest vPMC counters, or both) "
                     "per unit of work: high-level table, hypervisor column, overhead decomposition, path length vs "
-                    "CPI, address translation, caches. Each RUN is a run file (JSON with metadata and counters).")
+                    "CPI, address translation, caches. Each RUN is a run file (JSON with metadata and counters).",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("runs", nargs="*", metavar="RUN", help="NATIVE VIRTUAL [VIRTUAL]: run files (JSON)")
     p.add_argument("--paper", choices=("oltp", "hadoop", "rr-loopback"),
                    help="analyse the paper's own tables instead of run files")
