@@ -7,7 +7,7 @@ verdict ``NOT JUDGED``; the rest are judged ``PASS`` or ``FAIL``. Misses are rep
 hidden.
 
 >>> sorted(EXPERIMENTS)
-['cpu-limit', 'cpu-reservation', 'cpu-shares', 'tier1-hadoop', 'tier1-latency', 'tier1-oltp', 'tier1-throughput']
+['cpu-limit', 'cpu-reservation', 'cpu-shares', 'tier1-hadoop', 'tier1-latency', 'tier1-oltp', 'tier1-presets', 'tier1-throughput']
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ import pytest
 from vmtwin import reproduce
 from vmtwin.methodology import paper
 
-TIER1 = ["tier1-throughput", "tier1-oltp", "tier1-hadoop", "tier1-latency"]
+TIER1 = ["tier1-throughput", "tier1-oltp", "tier1-hadoop", "tier1-latency"]  # tier1-presets: test_nested_paging
 
 
 def test_cells_are_stored_as_printed_with_the_named_correction():
