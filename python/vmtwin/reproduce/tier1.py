@@ -440,7 +440,7 @@ def presets() -> list[Row]:
         target = g.per_unit("dtlb_walk_cycles", mode)
         rows.add("OLTP prediction", f"Guest EMON PMH cycles/tx {mode} (K)", target / 1e3, pred["walk_cycles"] / 1e3,
                  rel * target / 1e3, source="published",
-                 note=f"printed in Table 3; predicted: Guest EMON walks x nested cycles per walk (±3%)")
+                 note="printed in Table 3; predicted: Guest EMON walks x nested cycles per walk (±3%)")
         target = g.per_unit("cycles", mode)
         rows.add("OLTP prediction", f"Guest EMON cycles/tx {mode} (K)", target / 1e3, pred["cycles"] / 1e3,
                  rel * target / 1e3, source="published",

@@ -7,8 +7,6 @@ import re
 import shlex
 from pathlib import Path
 
-import pytest
-
 from vmtwin.cli import main
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "methodology.md"
@@ -35,3 +33,14 @@ def test_the_documented_example_runs(tmp_path, monkeypatch, capsys):
     assert round(out["decomposition"]["total"]["percent"], 2) == 22.35
     for number in ("9.87%", "2.54%", "8.04%", "1.90%", "22.35%"):
         assert number in DOC.read_text()
+
+
+def test_the_documented_python_snippets_run_and_print_what_the_comments_say(capsys):
+    text = DOC.read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert blocks
+    for block in blocks:
+        exec(compile(block, str(DOC), "exec"), {})
+        printed = capsys.readouterr().out.split()
+        claimed = re.findall(r"# ([\d.]+)", block)
+        assert [round(float(p), 1) for p in printed] == [float(c) for c in claimed]
