@@ -104,13 +104,13 @@ def cooccurrence(events: Sequence[Event], t0: float, t1: float, dt_s: float, alp
     ti, st, en = effective_spans(events, index, t_alpha, t1, alpha_mode)
 
     slots = int(math.ceil((t1 - t0) / dt_s))
-    x = np.zeros((slots, n), dtype=np.float32)
+    x = np.zeros((slots, n))  # float64: counts stay exact, so P(Ej | Ei) <= 1 holds exactly
     first = np.clip(((st - t0) // dt_s).astype(np.int64), 0, slots - 1)
     last = np.clip(((np.maximum(en, st) - t0) // dt_s).astype(np.int64), 0, slots - 1)
     for i, a, b in zip(ti, first, last):
         x[a:b + 1, i] = 1.0
-    prior = x.mean(axis=0).astype(float)
-    joint = (x.T @ x).astype(float) / slots
+    prior = x.sum(axis=0) / slots
+    joint = (x.T @ x) / slots
 
     prec = np.zeros((n, n), dtype=np.int64)
     order = np.argsort(st, kind="stable")

@@ -30,6 +30,7 @@ least ``min_length`` entries (default 3).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from vmtwin.analytics.graph import CorrelationGraph
@@ -91,10 +92,8 @@ def historical_lists(g: CorrelationGraph, order: int = 1, list_order: str = "wei
         if rank_by == "impact":
             entries = _ranked(inner, lambda n: impact(g, n, order))
         else:  # lowest entropy first; RRI on exp(-H) so it stays in (0, 100]
-            import math
-
             entries = _ranked(inner, lambda n: math.exp(-entropy(g, n)))
-        lists.append(RecList(entries, comp, sum(g.prior[n] for n in comp)))
+        lists.append(RecList(entries, comp, math.fsum(g.prior[n] for n in sorted(comp, key=str))))
     if list_order == "weight":
         lists.sort(key=lambda r: (-r.weight, -len(r.nodes), min(map(str, r.nodes))))
     else:
