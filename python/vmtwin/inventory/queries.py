@@ -166,9 +166,9 @@ _QUERIES = [
         "Are there VMs that reside in different clusters but share a VMDK?",
         "2 (Figure 1), posed without a query",
         "MATCH (c1:Cluster)<-[:member]-(:Host)-[:follow]->(v:VM)-[:follow]->(d:VMDK)"
-        "<-[:follow]-(:VM)<-[:follow]-(:Host)-[:member]->(c2:Cluster) WHERE c1.uuid <> c2.uuid "
+        "<-[:follow]-(w:VM)<-[:follow]-(:Host)-[:member]->(c2:Cluster) WHERE c1.uuid <> c2.uuid AND v.uuid <> w.uuid "
         "RETURN DISTINCT v.name AS vm, v.uuid AS uuid, d.name AS vmdk, d.uuid AS vmdk_uuid, c1.name AS cluster "
-        "ORDER BY uuid, vmdk_uuid",
+        "ORDER BY uuid, vmdk_uuid, cluster",
         note="one row per VM and shared disk; a VM's cluster is its host's",
     ),
     NamedQuery(
