@@ -18,6 +18,7 @@ pub mod metrics;
 pub mod sim;
 mod simulation;
 pub mod spec;
+pub mod storage;
 
 pub use error::{VmtwinError, VmtwinResult};
 pub use simulation::Simulation;

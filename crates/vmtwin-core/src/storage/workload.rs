@@ -1,0 +1,319 @@
+//! I/O workload generators: Iometer-like workers, open Poisson sources and block-trace replay.
+//!
+//! - **Iometer** (closed loop): a worker keeps `outstanding` requests in flight on its disk.
+//!   Each request is a read with probability `read_pct`/100, at a random block-aligned offset
+//!   with probability `random_pct`/100 (otherwise at the offset following the previous request,
+//!   wrapping at the end of the disk), of `block_bytes`. When a request completes the worker
+//!   waits `think_ns` (Iometer's transfer delay; 0 = back to back) and issues the next.
+//! - **Poisson** (open loop): requests arrive with exponential inter-arrival times at
+//!   `rate_per_s`, whatever is in flight; with a `cap`, an arrival that finds `cap` of this
+//!   source's requests in flight is dropped and counted (an application with a bounded queue:
+//!   the M/M/1/K check uses it).
+//! - **Trace replay** (open loop): the records of a block trace are issued at their recorded
+//!   times (shifted so the first is at `start_ns`, divided by `speed`), with their recorded
+//!   direction, offset and length. [`read_vscsi_csv`] reads the CloudPhysics VSCSI CSV format of
+//!   `shared/data/io-traces` (`version,time,op,size,lbn`: time in whole seconds, op `28` READ(10)
+//!   or `2a` WRITE(10), size in bytes, lbn in 512-byte sectors); the records of one second are
+//!   spread evenly over that second, in file order, since the file keeps no finer time.
+//!   Offsets beyond the disk's span wrap around it.
+//!
+//! Each generator draws from its own random stream, seeded from the storage seed and its disk's
+//! name, so adding a generator does not change what the others draw.
+//!
+//! # Tunables
+//! [`Iometer`], [`PoissonSource`], [`TraceReplay`] fields (units in their names).
+//!
+//! # Counters
+//! Per generator [`GenStats`]: requests issued, completed, dropped; bytes; the sum, sum of
+//! squares and maximum of response times (issue to completion, as the application sees them).
+//!
+//! # Known gaps
+//! - Postmark/FFSB/FileBench-like mixes (Kraft §5, §7) are not here yet: their batch and think
+//!   time structure is in the Python models (`vmtwin.models`).
+//! - Iometer's access-specification lists (several sizes with weights) are a single size here.
+
+use super::Op;
+use crate::sim::{Rng, Time, NS_PER_S};
+use crate::{VmtwinError, VmtwinResult};
+use std::path::Path;
+
+/// An Iometer-like closed-loop worker.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Iometer {
+    /// request size, bytes
+    pub block_bytes: u32,
+    /// reads as a percentage of requests, 0-100
+    pub read_pct: f64,
+    /// random (vs sequential) requests as a percentage, 0-100
+    pub random_pct: f64,
+    /// requests kept in flight
+    pub outstanding: u32,
+    /// delay between a completion and the next issue, ns
+    pub think_ns: Time,
+    /// when the worker starts, ns
+    pub start_ns: Time,
+}
+
+/// An open Poisson source.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PoissonSource {
+    /// mean arrivals per second
+    pub rate_per_s: f64,
+    /// request size, bytes
+    pub block_bytes: u32,
+    /// reads as a percentage, 0-100
+    pub read_pct: f64,
+    /// random requests as a percentage, 0-100
+    pub random_pct: f64,
+    /// drop arrivals that find this many of the source's requests in flight
+    pub cap: Option<u32>,
+    /// first arrival after this time, ns
+    pub start_ns: Time,
+}
+
+/// One request of a block trace.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TraceRecord {
+    /// issue time relative to the trace start, ns
+    pub t_ns: Time,
+    /// direction
+    pub op: Op,
+    /// offset on the disk, bytes
+    pub offset_bytes: u64,
+    /// length, bytes
+    pub len: u32,
+}
+
+/// Replay of a block trace.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TraceReplay {
+    /// the records, by time
+    pub records: Vec<TraceRecord>,
+    /// when the first record is issued, ns
+    pub start_ns: Time,
+    /// time compression: 2.0 replays twice as fast
+    pub speed: f64,
+}
+
+/// A generator's kind and settings.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WorkloadSpec {
+    /// closed loop
+    Iometer(Iometer),
+    /// open Poisson
+    Poisson(PoissonSource),
+    /// trace replay
+    Trace(TraceReplay),
+}
+
+/// What a generator has done.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct GenStats {
+    /// requests issued
+    pub issued: u64,
+    /// requests completed
+    pub completed: u64,
+    /// arrivals dropped at the cap
+    pub dropped: u64,
+    /// reads completed
+    pub reads: u64,
+    /// bytes completed
+    pub bytes: u64,
+    /// summed response time, ns
+    pub resp_sum_ns: u64,
+    /// summed squared response time, ns²
+    pub resp_sumsq: f64,
+    /// longest response time, ns
+    pub resp_max_ns: Time,
+}
+
+impl GenStats {
+    /// Mean response time in ns (0 before any completion).
+    pub fn mean_resp_ns(&self) -> f64 {
+        if self.completed == 0 { 0.0 } else { self.resp_sum_ns as f64 / self.completed as f64 }
+    }
+}
+
+/// A running generator.
+#[derive(Debug, Clone)]
+pub struct Generator {
+    /// settings
+    pub spec: WorkloadSpec,
+    /// the VM disk it drives
+    pub disk: u32,
+    /// what it has done
+    pub stats: GenStats,
+    /// its requests in flight
+    pub in_flight: u32,
+    rng: Rng,
+    next_seq_bytes: u64,
+    cursor: usize,
+}
+
+impl Generator {
+    /// A generator on `disk` drawing from `rng`.
+    pub fn new(spec: WorkloadSpec, disk: u32, rng: Rng) -> VmtwinResult<Self> {
+        let bad = |field: &str, v: String, allowed: &str| Err(VmtwinError::InvalidScenario { path: format!("workload.{field}"), value: v, allowed: allowed.into() });
+        let pct_ok = |x: f64| (0.0..=100.0).contains(&x);
+        match &spec {
+            WorkloadSpec::Iometer(w) => {
+                if w.block_bytes < 512 || w.block_bytes % 512 != 0 {
+                    return bad("block_bytes", w.block_bytes.to_string(), "a multiple of 512 bytes");
+                }
+                if !pct_ok(w.read_pct) || !pct_ok(w.random_pct) {
+                    return bad("read_pct", format!("{} / random_pct {}", w.read_pct, w.random_pct), "percentages in [0, 100]");
+                }
+                if w.outstanding == 0 {
+                    return bad("outstanding", "0".into(), "an integer >= 1");
+                }
+            }
+            WorkloadSpec::Poisson(w) => {
+                if w.block_bytes < 512 || w.block_bytes % 512 != 0 {
+                    return bad("block_bytes", w.block_bytes.to_string(), "a multiple of 512 bytes");
+                }
+                if !(w.rate_per_s > 0.0 && w.rate_per_s.is_finite()) {
+                    return bad("rate_per_s", w.rate_per_s.to_string(), "a rate > 0");
+                }
+                if !pct_ok(w.read_pct) || !pct_ok(w.random_pct) {
+                    return bad("read_pct", format!("{} / random_pct {}", w.read_pct, w.random_pct), "percentages in [0, 100]");
+                }
+                if w.cap == Some(0) {
+                    return bad("cap", "0".into(), "an integer >= 1, or none");
+                }
+            }
+            WorkloadSpec::Trace(t) => {
+                if !(t.speed > 0.0 && t.speed.is_finite()) {
+                    return bad("speed", t.speed.to_string(), "a factor > 0");
+                }
+            }
+        }
+        Ok(Generator { spec, disk, stats: GenStats::default(), in_flight: 0, rng, next_seq_bytes: 0, cursor: 0 })
+    }
+
+    /// A synthetic request on a disk of `span_bytes`: (direction, offset, length).
+    #[inline]
+    fn draw(&mut self, block: u32, read_pct: f64, random_pct: f64, span_bytes: u64) -> (Op, u64, u32) {
+        let op = if self.rng.uniform() * 100.0 < read_pct { Op::Read } else { Op::Write };
+        let blocks = (span_bytes / u64::from(block)).max(1);
+        let off = if self.rng.uniform() * 100.0 < random_pct {
+            ((self.rng.uniform() * blocks as f64) as u64).min(blocks - 1) * u64::from(block)
+        } else {
+            self.next_seq_bytes % (blocks * u64::from(block))
+        };
+        self.next_seq_bytes = off + u64::from(block);
+        (op, off, block)
+    }
+
+    /// Requests to issue at `now` and when to call again: (requests, next wake-up).
+    /// `first` is the call from `start`.
+    pub(crate) fn wake(&mut self, now: Time, first: bool, span_bytes: u64, out: &mut Vec<(Op, u64, u32)>) -> Option<Time> {
+        match &self.spec {
+            WorkloadSpec::Iometer(w) => {
+                let (b, rd, rnd, n, start) = (w.block_bytes, w.read_pct, w.random_pct, w.outstanding, w.start_ns);
+                if first {
+                    return Some(start);
+                }
+                // the first wake-up fills the outstanding slots; later ones issue one request
+                let k = if self.cursor == 0 { n } else { 1 };
+                self.cursor = 1;
+                for _ in 0..k {
+                    out.push(self.draw(b, rd, rnd, span_bytes));
+                }
+                None
+            }
+            WorkloadSpec::Poisson(w) => {
+                let (b, rd, rnd, cap, start, mean_gap) = (w.block_bytes, w.read_pct, w.random_pct, w.cap, w.start_ns, NS_PER_S as f64 / w.rate_per_s);
+                let gap = self.rng.exponential(mean_gap);
+                if first {
+                    return Some(start + gap);
+                }
+                if cap.is_some_and(|c| self.in_flight + out.len() as u32 >= c) {
+                    self.stats.dropped += 1;
+                } else {
+                    out.push(self.draw(b, rd, rnd, span_bytes));
+                }
+                Some(now + gap)
+            }
+            WorkloadSpec::Trace(t) => {
+                let at = |r: &TraceRecord| t.start_ns + crate::sim::ns(r.t_ns as f64 / t.speed);
+                if first {
+                    return t.records.first().map(at);
+                }
+                while let Some(r) = t.records.get(self.cursor).filter(|r| at(r) <= now) {
+                    out.push((r.op, r.offset_bytes % span_bytes.max(1), r.len));
+                    self.cursor += 1;
+                }
+                t.records.get(self.cursor).map(at)
+            }
+        }
+    }
+
+    /// One of its requests completed after `resp` ns: returns when to issue the next (closed loop).
+    pub(crate) fn completed(&mut self, now: Time, op: Op, bytes: u32, resp: Time) -> Option<Time> {
+        self.in_flight -= 1;
+        let s = &mut self.stats;
+        s.completed += 1;
+        s.reads += u64::from(op == Op::Read);
+        s.bytes += u64::from(bytes);
+        s.resp_sum_ns += resp;
+        s.resp_sumsq += (resp as f64) * (resp as f64);
+        s.resp_max_ns = s.resp_max_ns.max(resp);
+        match &self.spec {
+            WorkloadSpec::Iometer(w) => Some(now + w.think_ns),
+            _ => None,
+        }
+    }
+}
+
+/// Read a CloudPhysics VSCSI CSV trace (`version,time,op,size,lbn`). Errors name the file and line.
+pub fn read_vscsi_csv(path: &Path) -> VmtwinResult<Vec<TraceRecord>> {
+    let err = |line: usize, value: String, allowed: &str| VmtwinError::InvalidScenario { path: format!("{}:{line}", path.display()), value, allowed: allowed.into() };
+    let text = std::fs::read_to_string(path).map_err(|e| err(0, format!("unreadable ({e})"), "a readable CSV file"))?;
+    let mut lines = text.lines().enumerate();
+    match lines.next() {
+        Some((_, h)) if h.trim() == "version,time,op,size,lbn" => {}
+        Some((_, h)) => return Err(err(1, format!("header '{h}'"), "the header 'version,time,op,size,lbn'")),
+        None => return Err(err(1, "an empty file".into(), "the header 'version,time,op,size,lbn' and records")),
+    }
+    // (second, op, offset, len) first; then spread each second's records over it
+    let mut raw: Vec<(u64, Op, u64, u32)> = Vec::new();
+    for (i, line) in lines {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let f: Vec<&str> = line.split(',').collect();
+        if f.len() != 5 {
+            return Err(err(i + 1, format!("'{line}'"), "5 comma-separated fields"));
+        }
+        let sec: u64 = f[1].trim().parse().map_err(|_| err(i + 1, format!("time '{}'", f[1]), "whole seconds"))?;
+        let op = match f[2].trim() {
+            "28" => Op::Read,
+            "2a" | "2A" => Op::Write,
+            o => return Err(err(i + 1, format!("op '{o}'"), "28 (READ(10)) or 2a (WRITE(10))")),
+        };
+        let size: u32 = f[3].trim().parse().ok().filter(|s| *s > 0).ok_or_else(|| err(i + 1, format!("size '{}'", f[3]), "a byte count > 0"))?;
+        let lbn: u64 = f[4].trim().parse().map_err(|_| err(i + 1, format!("lbn '{}'", f[4]), "a sector number >= 0"))?;
+        if let Some(&(prev, ..)) = raw.last() {
+            if sec < prev {
+                return Err(err(i + 1, format!("time {sec} after {prev}"), "non-decreasing times"));
+            }
+        }
+        raw.push((sec, op, lbn * super::SECTOR_BYTES, size));
+    }
+    if raw.is_empty() {
+        return Err(err(2, "no records".into(), "at least one record"));
+    }
+    let t0 = raw[0].0;
+    let mut out = Vec::with_capacity(raw.len());
+    let mut i = 0;
+    while i < raw.len() {
+        let j = raw[i..].iter().position(|r| r.0 != raw[i].0).map_or(raw.len(), |k| i + k);
+        let n = (j - i) as u64;
+        for (k, r) in raw[i..j].iter().enumerate() {
+            let t_ns = (r.0 - t0) * NS_PER_S + k as u64 * NS_PER_S / n;
+            out.push(TraceRecord { t_ns, op: r.1, offset_bytes: r.2, len: r.3 });
+        }
+        i = j;
+    }
+    Ok(out)
+}
