@@ -221,8 +221,8 @@ def optimal_static(stream: TaskStream, seeds: Sequence[int], params: Optional[Vc
                    refine: bool = True) -> SweepResult:
     """The best fixed batch by mean latency over ``seeds`` (ties: the smaller batch).
 
-    The sweep covers ``batches`` (default :func:`sweep_batches`), then every size between the winner's two neighbours in
-    the grid (``refine``), so the winner is the best integer size near the grid's best.
+    The sweep covers ``batches`` (default :func:`sweep_batches`), then (``refine``) a ternary search
+    over the integers between the grid winner's two neighbours, so the winner is an integer size.
     """
     tried: dict[int, float] = {}
 
@@ -236,8 +236,15 @@ def optimal_static(stream: TaskStream, seeds: Sequence[int], params: Optional[Vc
         mean_latency(b)
     best = min(tried, key=lambda b: (tried[b], b))
     if refine:
+        # integer ternary search between the winner's grid neighbours (the top is one hill there)
         i = grid.index(best)
         lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
+        while hi - lo > 3:
+            m1, m2 = lo + (hi - lo) // 3, hi - (hi - lo) // 3
+            if mean_latency(m1) <= mean_latency(m2):
+                hi = m2
+            else:
+                lo = m1
         for b in range(lo, hi + 1):
             mean_latency(b)
         best = min(tried, key=lambda b: (tried[b], b))

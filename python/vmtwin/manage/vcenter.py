@@ -43,6 +43,7 @@ published point that sets it; docs/manage.md tabulates them.
 from __future__ import annotations
 
 import heapq
+from collections import deque
 from dataclasses import dataclass, field, replace
 from typing import Callable, Optional
 
@@ -139,12 +140,24 @@ class VcenterParams:
 
 
 class Inventory:
-    """Hosts and their VMs with power state (True = powered on), with the powered-on counts kept."""
+    """Hosts and their VMs with power state, the powered-on counts, and which VMs a power operation may take.
+
+    ``idle[h][on]`` lists host ``h``'s VMs in power state ``on`` that no power operation holds; a
+    power-on (power-off) takes the last of ``idle[h][False]`` (``[True]``) and the VM changes state
+    when the operation finishes.
+    """
 
     def __init__(self, p: VcenterParams) -> None:
         self.power = [[i < p.powered_on_per_host for i in range(p.vms_per_host)] for _ in range(p.hosts)]
         self.on_host = [p.powered_on_per_host] * p.hosts
         self.on_total = p.powered_on_per_host * p.hosts
+        self.idle = [{on: [v for v in range(p.vms_per_host - 1, -1, -1) if self.power[h][v] == on]
+                      for on in (False, True)} for h in range(p.hosts)]
+
+    def take(self, host: int, on: bool) -> int:
+        """A VM of ``host`` in state ``on`` for a power operation, or -1 if none is left."""
+        pool = self.idle[host][on]
+        return pool.pop() if pool else -1
 
     def set_power(self, host: int, vm: int, on: bool) -> None:
         if self.power[host][vm] != on:
@@ -152,9 +165,11 @@ class Inventory:
             d = 1 if on else -1
             self.on_host[host] += d
             self.on_total += d
+        self.idle[host][on].insert(0, vm)
 
     def add_vm(self, host: int) -> None:
         self.power[host].append(False)
+        self.idle[host][False].insert(0, len(self.power[host]) - 1)
 
 
 class Vcenter:
@@ -162,7 +177,8 @@ class Vcenter:
 
     ``on_arrival(task, now)`` is called when a task of the stream arrives (the policy queues or
     issues it), ``on_done(task, now)`` when an issued task finishes its last stage. Times are
-    seconds from the start of the stream.
+    seconds from the start of the stream. Internally each queue with its servers is a *station*:
+    0 vpxd, 1 the cluster section, 2 .. 1+hosts the hosts' hostd, 2+hosts the database.
     """
 
     def __init__(self, params: VcenterParams, ops: list[Operation], task_ops: list[int], arrivals: list[float],
@@ -178,14 +194,15 @@ class Vcenter:
             noise = rng.gamma(shape, 1.0 / shape, size=(n, len(STAGES)))
         else:
             noise = np.ones((n, len(STAGES)))
-        costs = np.array([ops[i].costs for i in task_ops], dtype=float).reshape(n, len(STAGES))
-        self._work = (costs * noise).tolist()
+        op_costs = np.array([op.costs for op in ops], dtype=float).reshape(len(ops), len(STAGES))
+        self._work = (op_costs[np.asarray(task_ops, dtype=np.intp)] * noise).tolist() if n else []
+        self._effect = [ops[i].effect for i in task_ops]
         self.inventory = Inventory(params)
-        # servers: vpxd, one cluster section, hostd per host, db
-        self._servers = [params.vpxd_threads, 1, params.hostd_threads, params.db_connections]
-        self._busy = [0, 0, [0] * params.hosts, 0]
-        self._queues: list = [[], [], [[] for _ in range(params.hosts)], []]
-        self._qhead: list = [0, 0, [0] * params.hosts, 0]
+        h = params.hosts
+        self._servers = [params.vpxd_threads, 1] + [params.hostd_threads] * h + [params.db_connections]
+        self._busy = [0] * (h + 3)
+        self._queues = [deque() for _ in range(h + 3)]
+        self._in_vcenter_station = [True, True] + [False] * h + [True]
         self._heap: list = []
         self._seq = 0
         self.now = 0.0
@@ -197,9 +214,9 @@ class Vcenter:
         self.done_time = [float("nan")] * n
         self.wait = [0.0] * n  # time queued at the stages (not in the policy's queue)
         self._stage = [0] * n
+        self._station = [0] * n
         self._enq = [0.0] * n
         self._next_host = 0
-        self._pending_on: set[tuple[int, int]] = set()
         for t, a in enumerate(arrivals):
             self._push(a, 0, t)
         self.on_arrival: Callable[[int, float], None] = lambda task, now: None
@@ -213,8 +230,9 @@ class Vcenter:
     def run(self) -> None:
         """Process events until none is left."""
         heap = self._heap
+        pop = heapq.heappop
         while heap:
-            time, _, kind, task = heapq.heappop(heap)
+            time, _, kind, task = pop(heap)
             self.now = time
             if kind == 0:
                 self.on_arrival(task, time)
@@ -226,94 +244,79 @@ class Vcenter:
         """The policy hands ``task`` to vCenter now."""
         self.issue_time[task] = self.now
         self.in_vcenter += 1
-        self.host[task], self.vm[task] = self._place(task)
+        self._place(task)
         self._stage[task] = -1
         self._advance(task)
 
-    def _place(self, task: int) -> tuple[int, int]:
-        """The target VM: round-robin over hosts; a power-on or power-off takes a VM in the other state."""
-        op = self.ops[self.task_ops[task]]
+    def _place(self, task: int) -> None:
+        """The target VM: hosts in turn; a power-on or power-off takes a VM in the other state."""
+        effect = self._effect[task]
         hosts = self.p.hosts
         for k in range(hosts):
             h = (self._next_host + k) % hosts
-            if op.effect in ("power_on", "power_off"):
-                want = op.effect == "power_off"
-                for v, on in enumerate(self.inventory.power[h]):
-                    if on == want and (h, v) not in self._pending_on:
-                        self._pending_on.add((h, v))
-                        self._next_host = (h + 1) % hosts
-                        return h, v
-                continue
+            if effect == "power_on" or effect == "power_off":
+                v = self.inventory.take(h, effect == "power_off")
+                if v < 0:
+                    continue
+            else:
+                v = task % len(self.inventory.power[h])
             self._next_host = (h + 1) % hosts
-            return h, task % len(self.inventory.power[h])
+            self.host[task], self.vm[task] = h, v
+            return
         self.failed[task] = True  # no VM in the needed power state: vCenter rejects it at validation
-        return self._next_host, -1
+        self.host[task] = self._next_host
 
     def _advance(self, task: int) -> None:
         work = self._work[task]
         s = self._stage[task] + 1
-        if self.failed[task] and s > 0:
-            s = len(STAGES)
-        while s < len(STAGES) and work[s] == 0.0:
+        if s > 0 and self.failed[task]:
+            s = 4
+        while s < 4 and work[s] == 0.0:
             s += 1
         self._stage[task] = s
-        if s == len(STAGES):
+        if s == 4:
             self._complete(task)
             return
+        st = s if s < 2 else (2 + self.host[task] if s == 2 else 2 + self.p.hosts)
+        self._station[task] = st
         self._enq[task] = self.now
-        if s == 2:
-            h = self.host[task]
-            if self._busy[2][h] < self._servers[2]:
-                self._busy[2][h] += 1
-                self._start(task, s)
-            else:
-                self._queues[2][h].append(task)
-        elif self._busy[s] < self._servers[s]:
-            self._busy[s] += 1
-            self._start(task, s)
+        if self._busy[st] < self._servers[st]:
+            self._busy[st] += 1
+            self._start(task)
         else:
-            self._queues[s].append(task)
+            self._queues[st].append(task)
 
-    def _start(self, task: int, s: int) -> None:
+    def _start(self, task: int) -> None:
         p = self.p
-        self.wait[task] += self.now - self._enq[task]
-        if s == 2:
-            factor = 1.0 + p.bg_per_vm_host * self.inventory.on_host[self.host[task]]
-        else:
+        now = self.now
+        self.wait[task] += now - self._enq[task]
+        if self._in_vcenter_station[self._station[task]]:
             factor = (1.0 + p.contention_per_task * self.in_vcenter) * (
                 1.0 + p.bg_per_vm_cluster * self.inventory.on_total)
-        self._push(self.now + self._work[task][s] * factor, 1, task)
+        else:
+            factor = 1.0 + p.bg_per_vm_host * self.inventory.on_host[self.host[task]]
+        self._seq += 1
+        heapq.heappush(self._heap, (now + self._work[task][self._stage[task]] * factor, self._seq, 1, task))
 
     def _finish_service(self, task: int) -> None:
-        s = self._stage[task]
-        if s == 2:
-            h = self.host[task]
-            q, head = self._queues[2][h], self._qhead[2][h]
-            if head < len(q):
-                self._qhead[2][h] = head + 1
-                self._start(q[head], 2)
-            else:
-                self._busy[2][h] -= 1
+        st = self._station[task]
+        q = self._queues[st]
+        if q:
+            self._start(q.popleft())
         else:
-            q, head = self._queues[s], self._qhead[s]
-            if head < len(q):
-                self._qhead[s] = head + 1
-                self._start(q[head], s)
-            else:
-                self._busy[s] -= 1
+            self._busy[st] -= 1
         self._advance(task)
 
     def _complete(self, task: int) -> None:
         self.in_vcenter -= 1
         self.done_time[task] = self.now
-        if not self.failed[task]:
-            effect = self.ops[self.task_ops[task]].effect
+        effect = self._effect[task]
+        if not self.failed[task] and effect != "none":
             h, v = self.host[task], self.vm[task]
-            if effect in ("power_on", "power_off"):
-                self.inventory.set_power(h, v, effect == "power_on")
-                self._pending_on.discard((h, v))
-            elif effect == "add_vm":
+            if effect == "add_vm":
                 self.inventory.add_vm(h)
+            else:
+                self.inventory.set_power(h, v, effect == "power_on")
         self.on_done(task, self.now)
 
 

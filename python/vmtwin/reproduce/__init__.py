@@ -6,8 +6,9 @@ verdict. Published values that the research extraction marks as not derivable ar
 verdict ``NOT JUDGED``; the rest are judged ``PASS`` or ``FAIL``. Misses are reported, never
 hidden.
 
->>> sorted(EXPERIMENTS)
-['cpu-limit', 'cpu-reservation', 'cpu-shares', 'tier1-hadoop', 'tier1-latency', 'tier1-oltp', 'tier1-presets', 'tier1-throughput']
+>>> sorted(EXPERIMENTS)  # doctest: +NORMALIZE_WHITESPACE
+['cpu-limit', 'cpu-reservation', 'cpu-shares', 'tier1-hadoop', 'tier1-latency', 'tier1-oltp', 'tier1-presets', 'tier1-throughput', 'vatm-bootstorm',
+ 'vatm-table1', 'vatm-trends']
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from vmtwin.reproduce.base import Experiment, Row
 from vmtwin.reproduce.cpu import CPU_EXPERIMENTS
 from vmtwin.reproduce.report import run_all
 from vmtwin.reproduce.tier1 import TIER1_EXPERIMENTS
+from vmtwin.reproduce.vatm import VATM_EXPERIMENTS
 
-EXPERIMENTS: dict[str, Experiment] = {e.id: e for e in [*CPU_EXPERIMENTS, *TIER1_EXPERIMENTS]}
+EXPERIMENTS: dict[str, Experiment] = {e.id: e for e in [*CPU_EXPERIMENTS, *TIER1_EXPERIMENTS, *VATM_EXPERIMENTS]}
 
 
 def get(experiment_id: str) -> Experiment:
