@@ -10,6 +10,9 @@ same names and bases stand in.
   is allowed. The CLI turns it into exit status 2.
 - ``AdmissionControlError``: a reservation the host or resource pool cannot hold at power-on.
 - ``SimulationError``: the engine refused an operation on a running simulation.
+- ``OutputError``: a results folder or output file could not be written (read-only folder, a
+  folder where a file is expected, a name too long, an existing results folder without
+  ``force``); the message names the user's path and the reason.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 try:
     from vmtwin._core import (
         AdmissionControlError,
+        OutputError,
         ScenarioError,
         SimulationError,
         VmtwinError,
@@ -34,6 +38,9 @@ except ImportError:  # pragma: no cover - only without the native module
 
     class SimulationError(VmtwinError):
         """The engine refused an operation."""
+
+    class OutputError(VmtwinError):
+        """A results folder or output file could not be written."""
 
 
 def scenario_error(path: str, value: object, allowed: str) -> ScenarioError:
@@ -54,5 +61,6 @@ __all__ = [
     "ScenarioError",
     "AdmissionControlError",
     "SimulationError",
+    "OutputError",
     "scenario_error",
 ]

@@ -5,14 +5,20 @@ A results folder holds ``manifest.json`` and one Parquet file per table (``host.
 names and meanings are those of ``docs/reference/engine-contract.md`` (esxtop's vocabulary), plus
 a string column ``vm`` (the VM's name) right after ``time_s`` in the ``vm`` and ``vcpu`` tables.
 
-Three rules hold for every folder written here:
+Four rules hold for every folder written here (all writes go through :class:`ResultsWriter`):
 
+- **Streamed.** Rows are appended while a run goes and written as Parquet row groups of
+  :data:`ROW_GROUP_ROWS` rows, so memory does not grow with simulated time.
 - **Atomic.** Everything is written into a hidden sibling folder ``.<name>.tmp-<pid>`` and then
   renamed into place, so an interrupted run never leaves a folder named ``out_dir`` that looks
-  complete (or half-written).
-- **Deterministic.** The Parquet files are byte-identical for identical tables (fixed writer
-  options, no timestamps). Anything that varies from run to run (wall time) lives only in
-  ``manifest.json``.
+  complete (or half-written). Leftovers of killed writers are removed by the next writer to the
+  same ``out_dir``; an existing results folder is replaced only with ``force=True``; OS errors
+  become :class:`~vmtwin.exceptions.OutputError` naming ``out_dir``, never the temp folder.
+- **Deterministic.** The Parquet files are byte-identical for identical tables, however the rows
+  arrived (fixed writer options, row groups cut at fixed row counts, no timestamps). Anything
+  that varies from run to run (wall time) lives only in ``manifest.json``.
+- **SQL-friendly.** "No limit" is NULL in ``limit_mhz`` (the engine's NaN is converted), so
+  ``WHERE limit_mhz > 0`` and ``max(limit_mhz)`` see real limits only.
 - **Queryable in place.** :meth:`Results.sql` runs DuckDB over the Parquet files, one view per
   table name.
 
@@ -32,12 +38,22 @@ The caller (the run driver) builds the manifest; :func:`write_results` fills in 
     The engine parameters in force (``Simulation.params_json()`` decoded), every default filled.
 ``duration_s``
     Simulated duration, seconds.
+``simulated_s``
+    Simulated time the run reached, seconds (less than ``duration_s`` for a partial run).
 ``sample_interval_s``
     Counter sampling interval, seconds.
 ``wall_time_s``
     Wall-clock time the run took, seconds (the one non-deterministic value).
 ``event_count``
     Number of events the engine processed.
+``sched_stats``, ``log``
+    Scheduler decision counters; notable happenings (refused power-ons) with their times.
+``actions``
+    Every control action of the run in order, ``{"time_ns", "time_s", "action", "args"}`` with
+    ``action`` one of ``run_until`` (``args``: ``until_ns``; ``stopped_early`` when a progress
+    callback or Ctrl-C stopped it), ``set_vm_cpu`` (``vm`` and the engine values changed:
+    ``shares``, ``reservation_mhz``, ``limit_mhz``, null meaning unlimited) and ``power_on``
+    (``vm``). ``Simulation.replay`` repeats them to byte-identical tables.
 ``tables``
     ``{table name: row count}``, always the counts of the tables actually written.
 
@@ -47,17 +63,22 @@ There is deliberately no ``created_at``: two runs of the same scenario and seed 
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
 import shutil
-from collections.abc import Mapping
+import weakref
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from vmtwin.exceptions import OutputError
 
 if TYPE_CHECKING:
     import duckdb
@@ -66,7 +87,9 @@ if TYPE_CHECKING:
 __all__ = [
     "MANIFEST_NAME",
     "TABLE_COLUMNS",
+    "ROW_GROUP_ROWS",
     "Results",
+    "ResultsWriter",
     "check_output_folder",
     "columns_from_engine",
     "open_results",
@@ -137,12 +160,26 @@ _PARQUET_OPTIONS: dict[str, Any] = {
     "use_dictionary": True,
     "write_statistics": True,
     "data_page_version": "1.0",
-    "row_group_size": 1 << 20,
     "store_schema": True,
     "write_page_index": False,
     "write_page_checksum": False,
     "use_byte_stream_split": False,
 }
+
+
+#: Rows per Parquet row group. Groups are cut at fixed row counts, never where a run was stepped
+#: or drained, so the bytes depend only on the rows; 65,536 rows keep a writer's buffer near
+#: 10 MB for the widest table (the vcpu table, about 150 bytes a row) and DuckDB still reads a
+#: group per thread.
+ROW_GROUP_ROWS = 1 << 16
+
+#: Engine columns where NaN means "none" (no limit): stored as NULL, so SQL's ``WHERE
+#: limit_mhz > 0`` and ``max(limit_mhz)`` see only real limits.
+_NAN_IS_NULL = frozenset({"limit_mhz"})
+
+_TMP_MARK, _OLD_MARK = ".tmp-", ".old-"
+_NAME_IN_TEMP = 200  # characters of a folder's name kept in its temp names
+_ACTIVE: set[Path] = set()  # temp folders of the writers open in this process
 
 
 def _ordered_table_names(names: Any) -> list[str]:
@@ -164,16 +201,16 @@ def _ordered_table_names(names: Any) -> list[str]:
 
 
 def columns_from_engine(
-    raw: Mapping[str, Mapping[str, tuple[str, bytes]]], vm_names: list[str]
+    raw: Mapping[str, Mapping[str, tuple[str, bytes]]], vm_names: list[str] | pa.Array
 ) -> dict[str, pa.Table]:
     """Turn the engine's raw columns into Arrow tables.
 
     Parameters
     ----------
     raw : mapping
-        ``Simulation.tables()``: per table, per column, ``(dtype, bytes)`` with dtype ``"f64"``,
+        The engine's ``drain_tables()``: per table, per column, ``(dtype, bytes)`` with dtype ``"f64"``,
         ``"u64"`` or ``"u32"`` and the values as little-endian bytes.
-    vm_names : list of str
+    vm_names : list of str or pyarrow string array
         ``Simulation.vm_names()``; ``vm_id`` indexes into it.
 
     Returns
@@ -189,7 +226,7 @@ def columns_from_engine(
         Unknown dtype, a byte length that is not a whole number of values, columns of one table
         with different lengths, or a ``vm_id`` outside ``vm_names``.
     """
-    names = np.asarray(list(vm_names), dtype=object)
+    names = vm_names if isinstance(vm_names, pa.Array) else pa.array(list(vm_names), type=pa.string())
     out: dict[str, pa.Table] = {}
     for table_name in _ordered_table_names(raw):
         columns = raw[table_name]
@@ -209,7 +246,7 @@ def columns_from_engine(
                     f"engine table {table_name!r} column {col!r}: {len(data)} bytes is not a "
                     f"multiple of {itemsize} ({dtype})"
                 )
-            values = np.frombuffer(data, dtype=np_dtype).astype(np_dtype[1:], copy=True)
+            values = np.frombuffer(data, dtype=np_dtype)
             if nrows is None:
                 nrows = len(values)
             elif len(values) != nrows:
@@ -217,7 +254,8 @@ def columns_from_engine(
                     f"engine table {table_name!r}: column {col!r} has {len(values)} rows, "
                     f"others have {nrows}"
                 )
-            arrays[col] = pa.array(values, type=pa_type)
+            mask = np.isnan(values) if col in _NAN_IS_NULL and dtype == "f64" else None
+            arrays[col] = pa.array(values, type=pa_type, mask=mask)
         if "vm_id" in arrays and "vm" not in arrays:
             ids = arrays["vm_id"].to_numpy()
             if len(ids) and int(ids.max()) >= len(names):
@@ -225,7 +263,7 @@ def columns_from_engine(
                     f"engine table {table_name!r}: vm_id {int(ids.max())} but only "
                     f"{len(names)} VM names"
                 )
-            arrays["vm"] = pa.array(names[ids.astype(np.int64)].tolist(), type=pa.string())
+            arrays["vm"] = names.take(arrays["vm_id"])
         # Contract tables in contract order; any other table leads with time_s and vm.
         lead = TABLE_COLUMNS.get(table_name, ["time_s", "vm"])
         order = [c for c in lead if c in arrays]
@@ -257,55 +295,330 @@ def _manifest_text(manifest: Mapping[str, Any]) -> str:
     )
 
 
-def _write_parquet(table: pa.Table, path: Path) -> None:
-    """Write one table with the fixed, deterministic Parquet options."""
-    pq.write_table(table, path, **_PARQUET_OPTIONS)
+@contextmanager
+def _os_errors(out: Path) -> Iterator[None]:
+    """Turn an OS error while writing ``out`` into an :class:`OutputError` naming ``out``.
+
+    The message never names the temp folder: the user asked for ``out``.
+    """
+    try:
+        yield
+    except OutputError:
+        raise
+    except OSError as exc:
+        raise _output_error(out, exc) from None
+
+
+def _output_error(out: Path, exc: OSError) -> OutputError:
+    reason = exc.strerror or str(exc)
+    hint = {
+        errno.ENAMETOOLONG: f" ({len(out.name)} characters; most file systems allow 255)",
+        errno.EACCES: " (is the folder read-only?)",
+        errno.EROFS: "",
+        errno.ENOTDIR: " (a part of the path is a file, not a folder)",
+        errno.ENOSPC: " (the disk is full)",
+    }.get(exc.errno or 0, "")
+    return OutputError(f"cannot write results folder {out}: {reason}{hint}")
+
+
+def _sibling(out: Path, mark: str, pid: int) -> Path:
+    """``.<name>.tmp-<pid>`` (or ``.old-``) beside ``out``; long names are cut so that the temp
+    name never fails for length where ``out`` itself would not."""
+    return out.parent / f".{out.name[:_NAME_IN_TEMP]}{mark}{pid}"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def _clear_leftovers(out: Path) -> None:
+    """Deal with the hidden folders of writers to ``out`` whose process is gone (killed runs).
+
+    ``.<name>.tmp-<pid>`` is an unfinished write: removed. ``.<name>.old-<pid>`` is a previous
+    results folder moved aside by a replace that did not finish: put back as ``out`` when
+    ``out`` is missing (the replace never happened), removed otherwise. Folders of live
+    processes, and of writers open in this process, are left alone.
+    """
+    prefix = f".{out.name[:_NAME_IN_TEMP]}"
+    try:
+        entries = [p for p in out.parent.iterdir() if p.name.startswith(prefix)]
+    except OSError:
+        return
+    for p in sorted(entries):
+        rest = p.name[len(prefix):]
+        mark = next((m for m in (_TMP_MARK, _OLD_MARK) if rest.startswith(m)), None)
+        if mark is None or not rest[len(mark):].isdigit() or p in _ACTIVE:
+            continue
+        pid = int(rest[len(mark):])
+        if pid != os.getpid() and _pid_alive(pid):
+            continue
+        if mark == _OLD_MARK and not out.exists() and _is_results_folder(p):
+            os.rename(p, out)
+        else:
+            shutil.rmtree(p, ignore_errors=True)
 
 
 def _is_results_folder(path: Path) -> bool:
     return (path / MANIFEST_NAME).is_file()
 
 
-def check_output_folder(out_dir: str | os.PathLike[str]) -> None:
-    """Refuse a destination :func:`write_results` would not replace, before any work is done.
+def check_output_folder(out_dir: str | os.PathLike[str], *, force: bool = False) -> None:
+    """Refuse a destination a results writer would not replace, before any work is done.
+
+    Parameters
+    ----------
+    out_dir : path-like
+        The results folder to be written.
+    force : bool
+        Allow replacing an existing results folder (one with a ``manifest.json``). A file, or a
+        non-empty folder that is not a results folder, is refused even so. An empty folder is
+        used without ``force``.
 
     Raises
     ------
-    FileExistsError
-        ``out_dir`` exists and is a file, or a non-empty folder that is not a results folder.
+    OutputError
+        ``out_dir`` is a file, a non-empty non-results folder, an existing results folder and
+        ``force`` is false, the nearest existing folder above it is a file or not writable, or
+        its path cannot be examined (name too long). The message names ``out_dir``.
     """
     out = Path(out_dir).absolute()
-    if out.exists():
+    with _os_errors(out):
+        if not out.exists():
+            parent = next(p for p in out.parents if p.exists())  # the root always exists
+            if not parent.is_dir():
+                raise OutputError(f"cannot write results folder {out}: {parent} is a file, not a folder")
+            if not os.access(parent, os.W_OK | os.X_OK):
+                raise OutputError(f"cannot write results folder {out}: {parent} is not writable (read-only?)")
+            return
         if not out.is_dir():
-            raise FileExistsError(f"{out} exists and is not a folder; refusing to replace it")
-        if not _is_results_folder(out) and any(out.iterdir()):
-            raise FileExistsError(
-                f"{out} exists, is not empty and is not a vmtwin results folder "
-                f"(no {MANIFEST_NAME}); refusing to replace it"
-            )
+            raise OutputError(f"cannot write results folder {out}: a file of that name exists; "
+                              "give a folder name (nothing was replaced)")
+        if _is_results_folder(out):
+            if not force:
+                raise OutputError(f"results folder {out} exists already; allowed: a new folder, or "
+                                  "force=True (vmtwin run --force) to replace it")
+        elif any(out.iterdir()):
+            raise OutputError(f"cannot write results folder {out}: it exists, is not empty and is not "
+                              f"a vmtwin results folder (no {MANIFEST_NAME}); refusing to replace it")
+
+
+class ResultsWriter:
+    """Streams tables into a results folder that appears under its name only when complete.
+
+    Rows are appended as a run goes (:meth:`append`) and written to Parquet as soon as a row
+    group is full, so memory does not grow with the run's length; :meth:`close` writes the last
+    row groups and ``manifest.json``, then renames the hidden folder ``.<name>.tmp-<pid>`` to
+    ``out_dir``. Row groups are cut every :data:`ROW_GROUP_ROWS` rows of each table, whatever
+    the sizes of the appended pieces, so the files depend only on the rows.
+
+    Parameters
+    ----------
+    out_dir : path-like
+        The results folder to create (see :func:`check_output_folder` for what is refused).
+    force : bool
+        Replace an existing results folder at ``out_dir`` (when :meth:`close` renames).
+
+    Raises
+    ------
+    OutputError
+        ``out_dir`` is refused, or its temp folder cannot be created (read-only folder, ...).
+
+    Notes
+    -----
+    Leftovers of killed writers to the same ``out_dir`` are cleaned up here (see
+    :func:`_clear_leftovers`). An unclosed writer removes its temp folder when it is garbage
+    collected or the interpreter exits; a SIGKILL leaves it, for the next writer to remove.
+    """
+
+    def __init__(self, out_dir: str | os.PathLike[str], *, force: bool = False) -> None:
+        self.path = Path(out_dir).absolute()
+        self._force = force
+        tmp = _sibling(self.path, _TMP_MARK, os.getpid())
+        if tmp in _ACTIVE:
+            raise OutputError(f"cannot write results folder {self.path}: another writer in this "
+                              "process is writing it")
+        with _os_errors(self.path):
+            _clear_leftovers(self.path)  # first: it may put back a folder a killed replace moved
+        check_output_folder(self.path, force=force)
+        with _os_errors(self.path):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            if tmp.exists():
+                shutil.rmtree(tmp)
+            tmp.mkdir()
+        self._tmp = tmp
+        _ACTIVE.add(tmp)
+        self._finalizer = weakref.finalize(self, _discard, tmp)
+        self._writers: dict[str, pq.ParquetWriter] = {}
+        self._pending: dict[str, list[pa.Table]] = {}
+        self._buffered: dict[str, int] = {}
+        self.rows: dict[str, int] = {}
+        self.closed = False
+
+    def append(self, name: str, table: pa.Table) -> None:
+        """Append rows to table ``name`` (its first piece fixes the schema; may have 0 rows).
+
+        Raises
+        ------
+        ValueError
+            A bad table name, or a schema different from the table's first piece.
+        OutputError
+            A write failed; the temp folder is removed and the writer is closed.
+        """
+        if self.closed:
+            raise OutputError(f"results folder {self.path} is already closed")
+        if name not in self._writers:
+            if not _TABLE_NAME.match(name) or name == "manifest":
+                raise ValueError(f"table name {name!r} is not allowed (expected [a-z_][a-z0-9_]*, "
+                                 "not 'manifest')")
+            with self._failing():
+                self._writers[name] = pq.ParquetWriter(self._tmp / f"{name}.parquet", table.schema,
+                                                       **_PARQUET_OPTIONS)
+            self._pending[name], self._buffered[name], self.rows[name] = [], 0, 0
+        elif table.schema != self._writers[name].schema:
+            raise ValueError(f"table {name!r}: schema {table.schema} differs from the first piece's "
+                             f"{self._writers[name].schema}")
+        if table.num_rows == 0:
+            return
+        self.rows[name] += table.num_rows
+        self._pending[name].append(table)
+        self._buffered[name] += table.num_rows
+        while self._buffered[name] >= ROW_GROUP_ROWS:
+            self._flush(name, ROW_GROUP_ROWS)
+
+    def _flush(self, name: str, rows: int) -> None:
+        """Write the first ``rows`` buffered rows of ``name`` as one row group."""
+        pending = pa.concat_tables(self._pending[name])
+        group, rest = pending.slice(0, rows).combine_chunks(), pending.slice(rows)
+        self._pending[name] = [rest] if rest.num_rows else []
+        self._buffered[name] = rest.num_rows
+        with self._failing():
+            self._writers[name].write_table(group, row_group_size=rows)
+
+    @contextmanager
+    def _failing(self) -> Iterator[None]:
+        """On any failure or interrupt: remove the temp folder, close, re-raise (OS errors as
+        :class:`OutputError` naming the user's path)."""
+        try:
+            with _os_errors(self.path):
+                yield
+        except BaseException:
+            self.abort()
+            raise
+
+    def close(self, manifest: Mapping[str, Any]) -> Path:
+        """Finish: last row groups, ``manifest.json`` (with ``tables`` filled in), rename.
+
+        Parameters
+        ----------
+        manifest : mapping
+            Run metadata (module docstring). A ``tables`` entry must agree with the rows
+            appended.
+
+        Returns
+        -------
+        pathlib.Path
+            ``out_dir``, absolute.
+
+        Raises
+        ------
+        ValueError
+            ``manifest`` is not strict JSON, or its ``tables`` disagrees; nothing is renamed and
+            the writer stays open.
+        OutputError
+            A write or the rename failed, or ``out_dir`` became a results folder during the run
+            and ``force`` is false; a previous results folder at ``out_dir`` is kept.
+        """
+        if self.closed:
+            raise OutputError(f"results folder {self.path} is already closed")
+        rows = {name: self.rows[name] for name in _ordered_table_names(self.rows)}
+        full = dict(manifest)
+        given = full.get("tables")
+        if given is not None and dict(given) != rows:
+            raise ValueError(f"manifest 'tables' {dict(given)} disagrees with the tables {rows}")
+        full["tables"] = rows
+        try:
+            text = _manifest_text(full)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"manifest is not valid JSON: {exc}") from exc
+        old = _sibling(self.path, _OLD_MARK, os.getpid())
+        moved_old = False
+        with self._failing():
+            for name, writer in self._writers.items():
+                if self._buffered[name]:
+                    self._flush(name, self._buffered[name])
+                writer.close()
+            # The manifest last: inside the temp folder it marks the write as complete.
+            (self._tmp / MANIFEST_NAME).write_text(text, encoding="utf-8")
+            check_output_folder(self.path, force=self._force)  # it may have appeared meanwhile
+            if old.exists():
+                shutil.rmtree(old)
+            try:
+                if self.path.exists():
+                    os.rename(self.path, old)
+                    moved_old = True
+                os.rename(self._tmp, self.path)
+            except BaseException:
+                if moved_old and not self.path.exists():
+                    os.rename(old, self.path)
+                raise
+        self._done()
+        if moved_old:
+            shutil.rmtree(old, ignore_errors=True)
+        return self.path
+
+    def abort(self) -> None:
+        """Give up: close the files and remove the temp folder (``out_dir`` is untouched)."""
+        if self.closed:
+            return
+        for writer in self._writers.values():
+            try:
+                writer.close()
+            except Exception:  # noqa: BLE001 - the folder goes anyway
+                pass
+        shutil.rmtree(self._tmp, ignore_errors=True)
+        self._done()
+
+    def _done(self) -> None:
+        self.closed = True
+        self._writers.clear()
+        self._pending.clear()
+        _ACTIVE.discard(self._tmp)
+        self._finalizer.detach()
+
+
+def _discard(tmp: Path) -> None:
+    """Finalizer of an unclosed writer: its temp folder goes (garbage collection or exit)."""
+    _ACTIVE.discard(tmp)
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 def write_results(
     out_dir: str | os.PathLike[str],
     tables: Mapping[str, pa.Table],
     manifest: Mapping[str, Any],
+    *,
+    force: bool = False,
 ) -> Path:
-    """Write a results folder atomically.
-
-    Everything goes into a sibling temp folder ``.<name>.tmp-<pid>`` which is then renamed to
-    ``out_dir``. A previous results folder at ``out_dir`` (one with a ``manifest.json``) or an
-    empty folder is replaced; anything else there is refused before a byte is written.
+    """Write whole tables as a results folder, atomically (through a :class:`ResultsWriter`).
 
     Parameters
     ----------
     out_dir : path-like
-        The results folder to create or replace.
+        The results folder to create.
     tables : mapping of str to pyarrow.Table
         Tables by name; each becomes ``<name>.parquet``. Names must match ``[a-z_][a-z0-9_]*``
         (they are also DuckDB view names).
     manifest : mapping
         Run metadata (see the module docstring for the keys). ``tables`` is set to the row
         counts of ``tables``; a caller-supplied ``tables`` entry must agree with them.
+    force : bool
+        Replace an existing results folder at ``out_dir``.
 
     Returns
     -------
@@ -314,56 +627,30 @@ def write_results(
 
     Raises
     ------
-    FileExistsError
-        ``out_dir`` exists and is a file, or a non-empty folder that is not a results folder.
+    OutputError
+        ``out_dir`` is refused (see :func:`check_output_folder`) or cannot be written.
     ValueError
         A bad table name, a manifest ``tables`` entry that disagrees with the tables, or a
-        manifest value that is not strict JSON (NaN, infinity, unknown types).
+        manifest value that is not strict JSON (NaN, infinity, unknown types); nothing is
+        written.
     """
-    out = Path(out_dir).absolute()
     for name in tables:
         if not _TABLE_NAME.match(name) or name == "manifest":
             raise ValueError(
                 f"table name {name!r} is not allowed (expected [a-z_][a-z0-9_]*, not 'manifest')"
             )
-    check_output_folder(out)
-
     rows = {name: int(tables[name].num_rows) for name in _ordered_table_names(tables)}
-    full = dict(manifest)
-    given = full.get("tables")
+    given = manifest.get("tables")
     if given is not None and dict(given) != rows:
         raise ValueError(f"manifest 'tables' {dict(given)} disagrees with the tables {rows}")
-    full["tables"] = rows
     try:
-        manifest_text = _manifest_text(full)
+        _manifest_text({**manifest, "tables": rows})
     except (TypeError, ValueError) as exc:
         raise ValueError(f"manifest is not valid JSON: {exc}") from exc
-
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
-    old = out.parent / f".{out.name}.old-{os.getpid()}"
-    for stale in (tmp, old):
-        if stale.exists():
-            shutil.rmtree(stale)
-    moved_old = False
-    try:
-        tmp.mkdir()
-        for name in rows:
-            _write_parquet(tables[name], tmp / f"{name}.parquet")
-        # The manifest last: inside the temp folder it marks the write as complete.
-        (tmp / MANIFEST_NAME).write_text(manifest_text, encoding="utf-8")
-        if out.exists():
-            os.rename(out, old)
-            moved_old = True
-        os.rename(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if moved_old and not out.exists():
-            os.rename(old, out)
-        raise
-    if moved_old:
-        shutil.rmtree(old, ignore_errors=True)
-    return out
+    writer = ResultsWriter(out_dir, force=force)
+    for name in rows:
+        writer.append(name, tables[name])
+    return writer.close(manifest)
 
 
 class Results:

@@ -18,6 +18,9 @@ use crate::{invalid, VmtwinError, VmtwinResult};
 /// Upper bound on vCPUs per VM: vSphere 8's maximum.
 pub const MAX_VCPUS_PER_VM: u32 = 768;
 
+/// VMs admitted at construction between two `keep_going()` checks.
+pub const ADMISSIONS_PER_CHECK: usize = 16;
+
 /// A VM's configuration and run-time facts.
 #[derive(Debug, Clone)]
 struct Vm {
@@ -82,6 +85,13 @@ impl Simulation {
     /// assert!(err.contains("shortfall 1000 MHz"), "{err}");
     /// ```
     pub fn new(spec: SimSpec) -> VmtwinResult<Self> {
+        Self::new_interruptible(spec, &mut || true)
+    }
+
+    /// [`Simulation::new`], asking `keep_going()` between VM admissions (every
+    /// [`ADMISSIONS_PER_CHECK`]) whether to go on; when it says no, construction stops with a
+    /// [`VmtwinError::Simulation`] (the bindings check for Ctrl-C there).
+    pub fn new_interruptible(spec: SimSpec, keep_going: &mut dyn FnMut() -> bool) -> VmtwinResult<Self> {
         spec.cpu_sched.validate()?;
         if spec.sample_interval_ns == 0 {
             invalid!("sample_interval", spec.sample_interval_ns, "a duration > 0");
@@ -184,6 +194,9 @@ impl Simulation {
             log: Vec::new(),
         };
         for vm in 0..sim.vms.len() {
+            if vm % ADMISSIONS_PER_CHECK == 0 && !keep_going() {
+                return Err(VmtwinError::Simulation(format!("interrupted while powering on VMs ({vm} of {})", sim.vms.len())));
+            }
             let at = sim.spec.vms[vm].power_on_ns;
             if at == 0 {
                 sim.admit(vm as u32)?;
@@ -259,6 +272,13 @@ impl Simulation {
     /// The sampled tables: `host`, `vm`, `vcpu`.
     pub fn tables(&self) -> [(&'static str, &Table); 3] {
         [("host", &self.sampler.host), ("vm", &self.sampler.vm), ("vcpu", &self.sampler.vcpu)]
+    }
+
+    /// Move the rows sampled since the last drain out of the sampler: `host`, `vm`, `vcpu`
+    /// (schemas as [`Simulation::tables`]). A run drained as it goes holds one drain's rows.
+    pub fn drain_tables(&mut self) -> [(&'static str, Table); 3] {
+        let s = &mut self.sampler;
+        [("host", s.host.take()), ("vm", s.vm.take()), ("vcpu", s.vcpu.take())]
     }
 
     /// Power on VM `vm` now; admission control may refuse its reservation.
@@ -373,20 +393,33 @@ impl Simulation {
     /// Run every event up to and including time `until`, then set the clock to `until`.
     /// `progress(now)` is called after every sample; returning false stops the run early.
     pub fn run_until(&mut self, until: Time, progress: &mut dyn FnMut(Time) -> bool) -> VmtwinResult<()> {
+        self.run_until_bounded(until, u64::MAX, progress).map(|_| ())
+    }
+
+    /// [`Simulation::run_until`] processing at most `max_events` events: returns true when it
+    /// reached `until` (the clock is then `until`), false when it stopped at the budget or on
+    /// `progress` (call again to go on; the result is the same as one unbounded call). The
+    /// bindings use the budget to check for Ctrl-C between slices of a run.
+    pub fn run_until_bounded(&mut self, until: Time, max_events: u64, progress: &mut dyn FnMut(Time) -> bool) -> VmtwinResult<bool> {
         if until < self.now {
             return Err(VmtwinError::Simulation(format!("cannot run back to {until} ns: the clock is at {} ns", self.now)));
         }
+        let mut left = max_events;
         while let Some(t) = self.queue.peek_time() {
             if t > until {
                 break;
             }
+            if left == 0 {
+                return Ok(false);
+            }
+            left -= 1;
             let sampled = matches!(self.step_event(), Some(Event::Sample));
             if sampled && !progress(self.now) {
-                return Ok(());
+                return Ok(false);
             }
         }
         self.now = until;
-        Ok(())
+        Ok(true)
     }
 
     /// Run to the spec's duration.

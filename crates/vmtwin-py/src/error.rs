@@ -23,6 +23,3 @@ impl From<PyVmtwinErr> for PyErr {
         }
     }
 }
-
-/// Result of a binding call.
-pub type PyResultV<T> = Result<T, PyVmtwinErr>;

@@ -2,22 +2,30 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import vmtwin
 from vmtwin import results as results_mod
+from vmtwin.exceptions import OutputError
 from vmtwin.export.esxtop import to_esxtop_csv
 from vmtwin.results import (
     TABLE_COLUMNS,
     Results,
+    ResultsWriter,
+    check_output_folder,
     columns_from_engine,
     open_results,
     write_results,
@@ -222,72 +230,87 @@ def _leftovers(parent):
     return sorted(p.name for p in parent.iterdir() if p.name.startswith("."))
 
 
-def _fail_after_first(monkeypatch):
-    real = results_mod._write_parquet
-    calls = []
+class _FlakyWriter(pq.ParquetWriter):
+    """A ParquetWriter whose second row group fails (a full disk, or Ctrl-C)."""
 
-    def flaky(table, path):
-        if calls:
-            raise OSError("disk full (simulated)")
-        calls.append(path)
-        real(table, path)
+    writes = 0
+    error: BaseException = OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(results_mod, "_write_parquet", flaky)
-    return calls
+    def write_table(self, table, *args, **kwargs):
+        type(self).writes += 1
+        if type(self).writes >= 2:
+            raise type(self).error
+        super().write_table(table, *args, **kwargs)
 
 
-def test_failed_write_leaves_nothing(tmp_path, tables, monkeypatch, make_manifest):
-    calls = _fail_after_first(monkeypatch)
-    with pytest.raises(OSError, match="disk full"):
+@pytest.fixture
+def flaky(monkeypatch):
+    _FlakyWriter.writes = 0
+    monkeypatch.setattr(results_mod.pq, "ParquetWriter", _FlakyWriter)
+    return _FlakyWriter
+
+
+def test_failed_write_leaves_nothing_and_names_the_users_path(tmp_path, tables, flaky, make_manifest):
+    with pytest.raises(OutputError) as info:
         write_results(tmp_path / "run", tables, make_manifest())
-    assert calls, "the first table was written before the failure"
-    assert not (tmp_path / "run").exists()
+    assert flaky.writes == 2, "the first table was written before the failure"
+    assert str(info.value) == f"cannot write results folder {tmp_path / 'run'}: No space left on device (the disk is full)"
     assert list(tmp_path.iterdir()) == []
 
 
-def test_interrupt_during_write_leaves_nothing(tmp_path, tables, monkeypatch, make_manifest):
-    def interrupted(table, path):
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(results_mod, "_write_parquet", interrupted)
-    with pytest.raises(KeyboardInterrupt):
-        write_results(tmp_path / "run", tables, make_manifest())
+def test_interrupt_during_write_leaves_nothing(tmp_path, tables, flaky, make_manifest):
+    flaky.error = KeyboardInterrupt()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            write_results(tmp_path / "run", tables, make_manifest())
+    finally:
+        flaky.error = OSError(errno.ENOSPC, "No space left on device")
     assert list(tmp_path.iterdir()) == []
 
 
-def test_failed_replace_keeps_the_previous_results(tmp_path, tables, monkeypatch, make_manifest):
+def test_failed_replace_keeps_the_previous_results(tmp_path, tables, flaky, make_manifest):
+    flaky.writes = -100  # the first folder is written whole
     out = write_results(tmp_path / "run", tables, make_manifest(seed=1))
     before = _files(out)
-    _fail_after_first(monkeypatch)
-    with pytest.raises(OSError):
-        write_results(out, tables, make_manifest(seed=2))
+    flaky.writes = 0
+    with pytest.raises(OutputError):
+        write_results(out, tables, make_manifest(seed=2), force=True)
     assert _files(out) == before
     assert _leftovers(tmp_path) == []
 
 
-def test_failed_final_rename_restores_the_previous_results(
-    tmp_path, tables, monkeypatch, make_manifest
-):
+def test_failed_final_rename_restores_the_previous_results(tmp_path, tables, monkeypatch, make_manifest):
     out = write_results(tmp_path / "run", tables, make_manifest(seed=1))
     before = _files(out)
     real_rename = os.rename
 
     def rename(src, dst):
         if str(src).endswith(f".tmp-{os.getpid()}"):
-            raise OSError("rename failed (simulated)")
+            raise OSError(errno.EIO, "Input/output error")
         real_rename(src, dst)
 
     monkeypatch.setattr(results_mod.os, "rename", rename)
-    with pytest.raises(OSError, match="rename failed"):
-        write_results(out, tables, make_manifest(seed=2))
+    with pytest.raises(OutputError, match=f"cannot write results folder {out}: Input/output error$"):
+        write_results(out, tables, make_manifest(seed=2), force=True)
     assert _files(out) == before
     assert _leftovers(tmp_path) == []
 
 
-def test_previous_results_folder_is_replaced(tmp_path, tables, make_manifest):
+def test_existing_results_folder_needs_force(tmp_path, tables, make_manifest):
+    out = write_results(tmp_path / "run", tables, make_manifest(seed=1))
+    before = _files(out)
+    with pytest.raises(OutputError, match=r"exists already; allowed: a new folder, or force=True \(vmtwin run --force\)"):
+        write_results(out, tables, make_manifest(seed=2))
+    with pytest.raises(OutputError, match="exists already"):
+        check_output_folder(out)
+    assert _files(out) == before
+    check_output_folder(out, force=True)  # allowed with force
+
+
+def test_previous_results_folder_is_replaced_with_force(tmp_path, tables, make_manifest):
     out = write_results(tmp_path / "run", tables, make_manifest(seed=1))
     (out / "disk.parquet").write_bytes(b"stale")
-    write_results(out, {"host": tables["host"]}, make_manifest(seed=2))
+    write_results(out, {"host": tables["host"]}, make_manifest(seed=2), force=True)
     res = Results(out)
     assert res.manifest["seed"] == 2
     assert res.tables == ["host"]
@@ -305,29 +328,147 @@ def test_missing_parents_are_created(tmp_path, tables, make_manifest):
     assert out.is_absolute() and (out / "manifest.json").is_file()
 
 
-def test_non_results_folder_is_refused(tmp_path, tables, make_manifest):
+@pytest.mark.parametrize("force", [False, True])
+def test_non_results_folder_is_refused(tmp_path, tables, make_manifest, force):
     target = tmp_path / "important"
     target.mkdir()
     (target / "thesis.tex").write_text("do not delete")
-    with pytest.raises(FileExistsError, match="not a vmtwin results folder"):
-        write_results(target, tables, make_manifest())
+    with pytest.raises(OutputError, match="not a vmtwin results folder"):
+        write_results(target, tables, make_manifest(), force=force)
     assert sorted(p.name for p in target.iterdir()) == ["thesis.tex"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["important"]
 
 
 def test_file_in_the_way_is_refused(tmp_path, tables, make_manifest):
     (tmp_path / "run").write_text("x")
-    with pytest.raises(FileExistsError, match="not a folder"):
+    with pytest.raises(OutputError, match="a file of that name exists"):
+        write_results(tmp_path / "run", tables, make_manifest(), force=True)
+    assert (tmp_path / "run").read_text() == "x"
+
+
+def test_file_where_a_parent_folder_should_be(tmp_path, tables, make_manifest):
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(OutputError, match=f"cannot write results folder {tmp_path / 'file' / 'run'}: {tmp_path / 'file'} is a file"):
+        write_results(tmp_path / "file" / "run", tables, make_manifest())
+
+
+def test_name_too_long_names_the_users_path(tmp_path, tables, make_manifest):
+    out = tmp_path / ("r" * 300)
+    with pytest.raises(OutputError) as info:
+        write_results(out, tables, make_manifest())
+    assert str(info.value).startswith(f"cannot write results folder {out}: File name too long (300 characters")
+    assert ".tmp-" not in str(info.value)
+
+
+def test_longest_allowed_name_is_written(tmp_path, tables, make_manifest):
+    # the temp name must not be what fails: it cuts the name, the real folder keeps it whole
+    out = write_results(tmp_path / ("r" * 255), tables, make_manifest())
+    assert Results(out).tables == ["host", "vm", "vcpu"]
+
+
+def test_read_only_folder_names_the_users_path(tmp_path, tables, make_manifest, monkeypatch):
+    # (tests run as root, where permission bits do not bind: the OS error is injected)
+    real_mkdir = Path.mkdir
+
+    def mkdir(self, *args, **kwargs):
+        if ".tmp-" in self.name:
+            raise PermissionError(errno.EACCES, "Permission denied", str(self))
+        return real_mkdir(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "mkdir", mkdir)
+    with pytest.raises(OutputError) as info:
         write_results(tmp_path / "run", tables, make_manifest())
+    assert str(info.value) == f"cannot write results folder {tmp_path / 'run'}: Permission denied (is the folder read-only?)"
+    assert isinstance(info.value, vmtwin.VmtwinError)
 
 
-def test_stale_temp_folder_of_same_pid_is_cleared(tmp_path, tables, make_manifest):
-    stale = tmp_path / f".run.tmp-{os.getpid()}"
-    stale.mkdir()
-    (stale / "junk.parquet").write_bytes(b"junk")
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_leftovers_of_dead_writers_are_cleared(tmp_path, tables, make_manifest):
+    dead = _dead_pid()
+    for stale in (tmp_path / f".run.tmp-{dead}", tmp_path / f".run.tmp-{os.getpid()}"):
+        stale.mkdir()
+        (stale / "host.parquet").write_bytes(b"half")
+    alive = tmp_path / f".run.tmp-{os.getppid()}"  # a live process's write in progress
+    alive.mkdir()
+    other = tmp_path / f".runs.tmp-{dead}"  # another target's leftover
+    other.mkdir()
     out = write_results(tmp_path / "run", tables, make_manifest())
-    assert "junk.parquet" not in _files(out)
+    assert "half" not in str(_files(out))
+    assert _leftovers(tmp_path) == sorted([alive.name, other.name])
+
+
+def test_previous_results_moved_aside_by_a_killed_replace_come_back(tmp_path, tables, make_manifest):
+    first = write_results(tmp_path / "first", tables, make_manifest(seed=1))
+    dead = _dead_pid()
+    os.rename(first, tmp_path / f".run.old-{dead}")  # killed between the two renames of a replace
+    check_output_folder(tmp_path / "run")  # nothing named run: leftovers are a writer's business
+    ResultsWriter(tmp_path / "other").abort()  # a writer to another target leaves them alone
+    assert (tmp_path / f".run.old-{dead}").exists()
+    with pytest.raises(OutputError, match="exists already"):
+        write_results(tmp_path / "run", tables, make_manifest(seed=2))
+    assert Results(tmp_path / "run").manifest["seed"] == 1
     assert _leftovers(tmp_path) == []
+
+
+def test_unclosed_writer_removes_its_temp_folder(tmp_path, tables):
+    import gc
+
+    w = ResultsWriter(tmp_path / "run")
+    w.append("host", tables["host"])
+    assert _leftovers(tmp_path) == [f".run.tmp-{os.getpid()}"]
+    del w
+    gc.collect()
+    assert list(tmp_path.iterdir()) == []
+
+
+# --- streaming ------------------------------------------------------------------------------
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cuts=st.lists(st.integers(0, 210), max_size=12), group=st.sampled_from([1, 7, 64, 1000]))
+def test_row_groups_do_not_depend_on_how_rows_arrive(tmp_path_factory, tables, make_manifest, cuts, group):
+    """Appending a table in arbitrary pieces gives the bytes of appending it whole."""
+    tmp = tmp_path_factory.mktemp("w")
+    real = results_mod.ROW_GROUP_ROWS
+    results_mod.ROW_GROUP_ROWS = group
+    try:
+        whole = write_results(tmp / "whole", tables, make_manifest())
+        w = ResultsWriter(tmp / "pieces")
+        for name, t in tables.items():
+            edges = sorted({0, t.num_rows, *(c for c in cuts if c < t.num_rows)})
+            for lo, hi in zip(edges, edges[1:]):
+                w.append(name, t.slice(lo, hi - lo))
+            w.append(name, t.slice(0, 0))  # an empty piece changes nothing
+        pieces = w.close(make_manifest())
+    finally:
+        results_mod.ROW_GROUP_ROWS = real
+    assert _files(whole) == _files(pieces)
+    meta = pq.ParquetFile(pieces / "vcpu.parquet").metadata
+    assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == \
+        [group] * (210 // group) + ([210 % group] if 210 % group else [])
+
+
+def test_writer_refuses_a_changed_schema(tmp_path, tables):
+    w = ResultsWriter(tmp_path / "run")
+    w.append("host", tables["host"])
+    with pytest.raises(ValueError, match="schema"):
+        w.append("host", tables["host"].drop_columns(["pcpus"]))
+    w.abort()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_unlimited_is_null(results_dir, tables):
+    limits = tables["vm"].column("limit_mhz")
+    assert limits.null_count == 30 * 2  # vm0 and db2 have no limit, web1 has one
+    res = Results(results_dir)
+    assert res.sql("SELECT count(*) AS n FROM vm WHERE limit_mhz > 0")["n"].iloc[0] == 30
+    assert res.sql("SELECT max(limit_mhz) AS m FROM vm")["m"].iloc[0] == 1000.0
+    assert res.sql("SELECT count(*) AS n FROM vm WHERE limit_mhz IS NULL")["n"].iloc[0] == 60
 
 
 # --- Results ---------------------------------------------------------------------------------

@@ -198,3 +198,281 @@ def test_idle_vm_uses_nothing():
     idle, busy = sim.counters("idle"), sim.counters("busy")
     assert idle["used_ns"] == 0 and idle["idle_ns"] == 10 * 10**9
     assert busy["used_ns"] == pytest.approx(10e9, rel=1e-3)  # a pCPU of its own
+
+
+# --- streaming, determinism across steps, replay (issue 6) ----------------------------------
+
+import os  # noqa: E402
+import signal  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+
+import pyarrow.parquet as pq  # noqa: E402
+
+from vmtwin import results as results_mod  # noqa: E402
+from vmtwin import simulation as simulation_mod  # noqa: E402
+from vmtwin.exceptions import OutputError  # noqa: E402
+
+STEPPED = """
+name: stepped
+seed: 11
+duration: 60s
+sample_interval: 1s
+host: {cores_per_llc: 2, core_mhz: 2000MHz}
+vms:
+  - {name: a, vcpus: 2, workload: {type: cpu_bound, duty: 0.9, burst: 10ms, burst_distribution: exponential}}
+  - {name: b, workload: {type: cpu_bound, duty: 1.0}, cpu: {limit: 700MHz}}
+  - {name: c, workload: {type: cpu_bound, duty: 0.6, burst: 5ms, burst_distribution: exponential}}
+  - {name: late, workload: {type: cpu_bound, duty: 1.0}, power_on: 50s}
+"""
+
+
+@pytest.fixture
+def small_groups(monkeypatch):
+    """Row groups of 50 rows and drains every ~40 rows, so a short run crosses many of both."""
+    monkeypatch.setattr(results_mod, "ROW_GROUP_ROWS", 50)
+    monkeypatch.setattr(simulation_mod, "DRAIN_ROWS", 40)
+
+
+def _parquet(path):
+    return {p.name: p.read_bytes() for p in sorted(path.glob("*.parquet"))}
+
+
+def _steps(sim: Simulation, rng_seed: int) -> None:
+    """Run to the end in random steps (some of them zero-length)."""
+    import random
+
+    rng = random.Random(rng_seed)
+    while sim.now < sim.duration:
+        sim.run_until(min(sim.duration, round(sim.now + rng.choice([0, 0.3, 1, 2.5, 7, 13]), 3)))
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_tables_do_not_depend_on_step_sizes_or_streaming(tmp_path, small_groups, seed):
+    whole = Simulation(STEPPED)
+    whole.run()
+    a = whole.write(tmp_path / "whole")
+
+    stepped = Simulation(STEPPED)
+    stepped.stream_to(tmp_path / "stepped")
+    _steps(stepped, seed)
+    b = stepped.write()
+    assert _parquet(a.path) == _parquet(b.path)
+    assert pq.ParquetFile(b.path / "vcpu.parquet").metadata.num_row_groups == 5  # 250 rows in 50s
+    assert a.manifest["tables"] == b.manifest["tables"] == {"host": 60, "vm": 190, "vcpu": 250}
+
+
+def test_streaming_folder_appears_only_when_written(tmp_path):
+    sim = Simulation(STEPPED)
+    sim.stream_to(tmp_path / "out")
+    sim.run_until("30s")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f".out.tmp-{os.getpid()}"]
+    with pytest.raises(vmtwin.SimulationError, match="call write()"):
+        sim.tables()
+    sim.run()
+    res = sim.write(tmp_path / "out")  # the same folder may be named again
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    assert res.manifest["tables"]["host"] == 60 and len(sim.tables()["host"]) == 60
+    with pytest.raises(vmtwin.SimulationError, match="finished"):
+        sim.run_until("60s")
+
+
+def test_stream_to_refuses_an_existing_results_folder_before_the_run(tmp_path):
+    first = Simulation(STEPPED)
+    first.run()
+    first.write(tmp_path / "out")
+    again = Simulation(STEPPED, seed=5)
+    with pytest.raises(OutputError, match="exists already; allowed: a new folder, or force=True"):
+        again.stream_to(tmp_path / "out")
+    with pytest.raises(OutputError, match="exists already"):
+        again.run() or again.write(tmp_path / "out")
+    again.stream_to(tmp_path / "out", force=True)
+    again.run()
+    assert again.write().manifest["seed"] == 5
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_a_stepped_run_replays_from_its_manifest(tmp_path, small_groups):
+    sim = Simulation(STEPPED)
+    sim.stream_to(tmp_path / "run")
+    sim.run_until("5s")
+    sim.set_vm_cpu("a", shares="high", limit="Unlimited")
+    sim.set_vm_cpu("b", limit="unlimited", reservation="300MHz")
+    sim.run_until(12.5)
+    sim.power_on("late")
+    with pytest.raises(vmtwin.AdmissionControlError):
+        sim.set_vm_cpu("a", reservation="3800MHz")  # refused: not recorded, changes nothing
+    sim.set_vm_cpu("c", limit=900)
+    sim.run_until("12.5s")  # a zero-length step is an action too
+    sim.run_until("41s")
+    sim.set_vm_cpu("b", limit="600MHz", shares=500)
+    sim.run()
+    original = sim.write()
+    actions = original.manifest["actions"]
+    assert [a["action"] for a in actions] == ["run_until", "set_vm_cpu", "set_vm_cpu", "run_until", "power_on",
+                                              "set_vm_cpu", "run_until", "run_until", "set_vm_cpu", "run_until"]
+    assert actions[2] == {"time_ns": 5 * 10**9, "time_s": 5.0, "action": "set_vm_cpu",
+                          "args": {"vm": "b", "reservation_mhz": 300, "limit_mhz": None}}
+    assert actions[4]["time_s"] == 12.5 and actions[-1]["args"] == {"until_ns": 60 * 10**9}
+
+    replayed = Simulation.replay(original).write(tmp_path / "replayed")
+    assert _parquet(replayed.path) == _parquet(original.path)
+    assert replayed.manifest["actions"] == actions
+    # the recorded changes matter: without them the tables differ
+    plain = Simulation(STEPPED)
+    plain.run()
+    assert _parquet(plain.write(tmp_path / "plain").path)["vm.parquet"] != _parquet(original.path)["vm.parquet"]
+
+
+def test_replay_refuses_a_manifest_without_actions(tmp_path):
+    with pytest.raises(ValueError, match="cannot be replayed"):
+        Simulation.replay({"scenario": {}, "seed": 1})
+
+
+# --- misuse of the Python API gets a clear VmtwinError (issue 6) ---------------------------
+
+
+def test_write_before_run_is_refused(tmp_path):
+    sim = _two_on_one_pcpu()
+    with pytest.raises(vmtwin.SimulationError, match=r"nothing to write: no sample taken yet \(the first is at 2 s\)"):
+        sim.write(tmp_path / "out")
+    sim.run_until("1s")
+    with pytest.raises(vmtwin.SimulationError, match="nothing to write"):
+        sim.write(tmp_path / "out")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_run_until_beyond_the_duration_is_refused_in_seconds():
+    sim = _two_on_one_pcpu()
+    with pytest.raises(vmtwin.SimulationError) as info:
+        sim.run_until("1min")
+    assert str(info.value).startswith("cannot run to 60 s: beyond the scenario's duration, 40 s")
+    assert sim.now == 0 and sim.event_count == 0
+    sim.run()
+    assert sim.now == 40.0
+
+
+@pytest.mark.parametrize("t", [float("inf"), float("nan"), 1e30, 2**70, -1, "1e999999h", True])
+def test_huge_or_infinite_times_are_scenario_errors(t):
+    sim = _two_on_one_pcpu()
+    with pytest.raises(vmtwin.ScenarioError, match="^t: got"):
+        sim.run_until(t)
+
+
+@pytest.mark.parametrize("limit", [float("inf"), 1e30, 2**70, 2**63, "1e40MHz", -5])
+def test_huge_or_infinite_limits_are_scenario_errors(limit):
+    sim = _two_on_one_pcpu()
+    with pytest.raises(vmtwin.ScenarioError, match=r"^a\.cpu\.limit: got"):
+        sim.set_vm_cpu("a", limit=limit)
+
+
+def test_the_raw_bindings_refuse_out_of_range_integers_clearly():
+    sim = _two_on_one_pcpu()
+    raw = sim._sim
+    with pytest.raises(vmtwin.ScenarioError, match="t_ns: got 1180591620717411303424"):
+        raw.run_until(2**70)
+    with pytest.raises(vmtwin.ScenarioError, match=r"t_ns: got -1"):
+        raw.run_until(-1)
+    with pytest.raises(vmtwin.ScenarioError, match=r"a\.cpu\.limit: got 18446744073709551615"):
+        raw.set_vm_cpu("a", limit_mhz=2**64 - 1)
+    with pytest.raises(vmtwin.ScenarioError, match=r"a\.cpu\.reservation: got inf"):
+        raw.set_vm_cpu("a", reservation_mhz=float("inf"))
+
+
+def test_unlimited_in_any_case():
+    sim = _two_on_one_pcpu(limit="500MHz")
+    sim.run_until("10s")
+    sim.set_vm_cpu("a", limit="Unlimited")
+    sim.run_until("20s")
+    sim.set_vm_cpu("a", limit="500MHz")
+    sim.set_vm_cpu("a", limit="UNLIMITED")
+    sim.run()
+    assert _column_at(sim, "a", "limit_mhz", 10.0) == 500
+    assert math.isnan(_column_at(sim, "a", "limit_mhz", 20.0))  # NULL in Parquet, NaN in pandas
+    assert math.isnan(_column_at(sim, "a", "limit_mhz", 40.0))
+
+
+def test_simulation_accepts_yaml_text_and_paths(tmp_path):
+    from_text = Simulation(STEPPED)
+    assert from_text.scenario.name == "stepped"
+    path = tmp_path / "s.yaml"
+    path.write_text(STEPPED)
+    assert Simulation(path).scenario.name == "stepped" == Simulation(str(path)).scenario.name
+    with pytest.raises(vmtwin.ScenarioError, match="no-such.yaml"):
+        Simulation(str(tmp_path / "no-such.yaml"))
+    with pytest.raises(vmtwin.ScenarioError, match="duration"):
+        Simulation(STEPPED.replace("duration: 60s", "duration: soon"))
+
+
+def test_progress_callback_cannot_step_or_reconfigure():
+    sim = _two_on_one_pcpu(duration="20s")
+    seen: list[BaseException] = []
+    nows: list[float] = []
+
+    def meddle(now: float) -> None:
+        nows.append(sim.now)  # reading the clock is fine
+        for attempt in (lambda: sim.run_until("20s"), lambda: sim.set_vm_cpu("a", shares=5000),
+                        lambda: sim.power_on("a"), lambda: sim.counters("a"), lambda: sim._sim.run_until(10**10),
+                        lambda: sim._sim.set_vm_cpu("a", shares=2)):
+            try:
+                attempt()
+            except BaseException as exc:  # noqa: BLE001 - what is raised is the point
+                seen.append(exc)
+
+    sim.run_until("6s", meddle)
+    assert nows == [2.0, 4.0, 6.0]
+    assert len(seen) == 18
+    assert all(type(e) is vmtwin.SimulationError for e in seen), {type(e) for e in seen}
+    assert "progress callback" in str(seen[0]) and "running" in str(seen[4])
+    assert sim.now == 6.0
+    sim.run()  # nothing was changed by the refused calls
+    assert _column_at(sim, "a", "shares", 20.0) == 1000
+
+
+def test_a_simulation_can_be_used_from_another_thread():
+    main = _two_on_one_pcpu(duration="10s")
+    main.run()
+    other = _two_on_one_pcpu(duration="10s")
+    errors: list[BaseException] = []
+
+    def work():
+        try:
+            other.run()
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    assert errors == []
+    assert other.tables()["vcpu"].equals(main.tables()["vcpu"])
+
+
+def test_an_engine_panic_is_a_simulation_error_not_a_panic_exception():
+    sim = _two_on_one_pcpu()
+    with pytest.raises(vmtwin.SimulationError, match="internal engine error .* on purpose"):
+        sim._sim._panic_for_test()
+    with pytest.raises(vmtwin.SimulationError, match="cannot be used any more"):
+        sim.run()
+
+
+def test_ctrl_c_stops_a_run_within_a_second():
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signals reach the main thread only")
+    host = Host(cores_per_llc=8, sockets=2)
+    vms = [VM(name=f"v{i}", workload=CpuBound(duty=0.5, burst="1ms", burst_distribution="exponential"))
+           for i in range(64)]
+    sim = Simulation(Scenario(duration="24h", host=host, vms=vms))
+    sent: list[float] = []
+
+    def interrupt():
+        sent.append(time.perf_counter())
+        os.kill(os.getpid(), signal.SIGINT)
+
+    timer = threading.Timer(0.5, interrupt)
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        sim.run()
+    late = time.perf_counter() - sent[0]
+    assert late < 1.0, f"Ctrl-C took {late:.2f} s"
+    assert 0 < sim.now < 3600  # stopped early, at a sample

@@ -46,6 +46,25 @@ impl Column {
         self.len() == 0
     }
 
+    /// The values as little-endian bytes: borrowed on little-endian machines (no copy; a
+    /// drained table goes to Python once per few thousand rows), copied elsewhere.
+    pub fn le_bytes(&self) -> std::borrow::Cow<'_, [u8]> {
+        #[cfg(target_endian = "little")]
+        {
+            // SAFETY: f64, u64 and u32 have no padding and every bit pattern is a valid byte.
+            let (ptr, bytes) = match self {
+                Column::F64(v) => (v.as_ptr() as *const u8, std::mem::size_of_val(v.as_slice())),
+                Column::U64(v) => (v.as_ptr() as *const u8, std::mem::size_of_val(v.as_slice())),
+                Column::U32(v) => (v.as_ptr() as *const u8, std::mem::size_of_val(v.as_slice())),
+            };
+            std::borrow::Cow::Borrowed(unsafe { std::slice::from_raw_parts(ptr, bytes) })
+        }
+        #[cfg(not(target_endian = "little"))]
+        {
+            std::borrow::Cow::Owned(self.to_le_bytes())
+        }
+    }
+
     /// The values as little-endian bytes.
     pub fn to_le_bytes(&self) -> Vec<u8> {
         match self {
@@ -114,6 +133,24 @@ impl Table {
                 Column::U32(v) => v.reserve(rows),
             }
         }
+    }
+
+    /// Move every row out, leaving this table empty with the same schema (the sampler is
+    /// drained this way while a run goes, so it never holds more than one drain's rows).
+    pub fn take(&mut self) -> Table {
+        let empty = self
+            .columns
+            .iter()
+            .map(|(name, c)| {
+                let col = match c {
+                    Column::F64(_) => Column::F64(Vec::new()),
+                    Column::U64(_) => Column::U64(Vec::new()),
+                    Column::U32(_) => Column::U32(Vec::new()),
+                };
+                (*name, col)
+            })
+            .collect();
+        Table { columns: std::mem::replace(&mut self.columns, empty) }
     }
 
     /// Number of rows.
