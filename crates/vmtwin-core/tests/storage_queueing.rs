@@ -38,7 +38,7 @@ fn fcfs_exponential_device_matches_mm1() {
     // Little: the mean number active at the device (DQLEN is never reached) is λ E[T] = ρ/(1-ρ)
     let got_l = lun.actv_area as f64 / horizon as f64;
     let throughput = stats.completed as f64 / 3000.0;
-    println!("E[T] {got_t:.6} vs {expect_t:.6}; L {got_l:.4} vs {:.4}; rho {got_rho:.4}", rho / (1.0 - rho));
+    println!("E[T] {got_t:.6} vs {expect_t:.6}; L {got_l:.4} vs {:.4}", rho / (1.0 - rho));
     assert!(rel(got_t, expect_t) < 0.03, "mean response {got_t} vs M/M/1 {expect_t}");
     assert!(rel(got_l, rho / (1.0 - rho)) < 0.03, "mean number in system {got_l} vs {}", rho / (1.0 - rho));
     assert!(rel(throughput, lambda) < 0.01);
