@@ -28,6 +28,8 @@ def register(subparsers) -> None:
                    help="denominator of every overhead percentage (no default: the paper mixes them)")
     p.add_argument("--vmkernel-share", type=float, help="vmkstats: share of the virtual host's samples in the VMkernel")
     p.add_argument("--vmm-share", type=float, help="kstats: share of VMM+guest time outside direct execution")
+    p.add_argument("--latency", metavar="CSV",
+                   help="request-response latencies (workload,native_us,virtual_us): fixed + variable overhead")
     p.add_argument("-o", "--output", required=True, help="folder for overhead.json and overhead.html")
     p.set_defaults(func=_cmd_overhead)
 
@@ -36,8 +38,8 @@ def _cmd_overhead(args: argparse.Namespace) -> int:
     from vmtwin.cli import out
     from vmtwin.exceptions import scenario_error
     from vmtwin.methodology import paper
-    from vmtwin.methodology.inputs import load_run
-    from vmtwin.methodology.method import Analysis, Profile
+    from vmtwin.methodology.inputs import load_run, read_latency_csv
+    from vmtwin.methodology.method import Analysis, Profile, latency_report
     from vmtwin.methodology.report import write_outputs
     from vmtwin.methodology.tables import print_tables
 
@@ -65,6 +67,10 @@ def _cmd_overhead(args: argparse.Namespace) -> int:
     analysis = Analysis(native[0], host[0] if host else None, guest[0] if guest else None, basis=args.basis,
                         profile=profile)
     result = analysis.as_dict()
+    if args.latency:
+        names, native_us, virtual_us = read_latency_csv(args.latency)
+        inflation = result["hybrid"]["cycle_inflation"] if "hybrid" in result else None
+        result["latency"] = latency_report(names, native_us, virtual_us, inflation=inflation)
     print_tables(result, out)
     json_path, html_path = write_outputs(args.output, result, title)
     out.print(f"wrote {json_path} and {html_path}")

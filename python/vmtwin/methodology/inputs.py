@@ -159,3 +159,36 @@ def run_to_dict(run: Run) -> dict[str, Any]:
     return {"metadata": run.metadata.as_dict(),
             "counters": [{"event": c.event, "mode": c.mode, "value": c.value, "scaling": c.scaling, "status": c.status}
                          for c in run.counters.values()]}
+
+
+def read_latency_csv(path: str | Path) -> tuple[list[str], list[float], list[float]]:
+    """Request-response latencies (Table 6 style): header ``workload,native_us,virtual_us``, one workload per row."""
+    p = Path(path)
+    rows = list(csv.reader(io.StringIO(p.read_text(encoding="utf-8"))))
+    names, native, virtual = [], [], []
+    header = None
+    for lineno, row in enumerate(rows, start=1):
+        if not row or not "".join(row).strip() or row[0].lstrip().startswith("#"):
+            continue
+        if header is None:
+            header = [c.strip() for c in row]
+            if header != ["workload", "native_us", "virtual_us"]:
+                raise scenario_error(f"{p}:{lineno} (header)", ",".join(row), "workload,native_us,virtual_us")
+            continue
+        if len(row) != 3:
+            raise scenario_error(f"{p}:{lineno}", ",".join(row), "3 fields: workload,native_us,virtual_us")
+        values = []
+        for col, text in zip(("native_us", "virtual_us"), row[1:]):
+            try:
+                v = float(text)
+            except ValueError:
+                raise scenario_error(f"{p}:{lineno}.{col}", text, "a latency in microseconds > 0") from None
+            if not (math.isfinite(v) and v > 0):
+                raise scenario_error(f"{p}:{lineno}.{col}", text, "a latency in microseconds > 0")
+            values.append(v)
+        names.append(row[0].strip())
+        native.append(values[0])
+        virtual.append(values[1])
+    if not names:
+        raise scenario_error(str(p), "no workloads", "a header and at least one workload row")
+    return names, native, virtual

@@ -94,6 +94,12 @@ def render_html(result: dict[str, Any], title: str) -> str:
         parts.append(_table(["column", "mode", "L1I share", "L2 share", "LLC share", "L1D misses"],
                             [[c["column"], c["mode"], c.get("l1"), c.get("l2"), c.get("llc"), c["l1d_misses"]]
                              for c in result["caches"]]))
+    if "latency" in result:
+        lat = result["latency"]
+        fixed = lat.get("fixed_us_given_inflation") or [None] * len(lat["workloads"])
+        parts.append("<h2>Request-response latency</h2>")
+        parts.append(_table(["workload", "overhead (us)", "relative", "fixed part given inflation (us)"],
+                            [list(r) for r in zip(lat["workloads"], lat["overhead_us"], lat["relative_overhead"], fixed)]))
     parts.append("<h2>Raw analysis</h2><pre>" + html.escape(json.dumps(result, indent=1)) + "</pre></body></html>\n")
     return "".join(parts)
 

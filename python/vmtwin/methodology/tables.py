@@ -85,5 +85,15 @@ def print_tables(result: dict[str, Any], console) -> None:
         console.print(f"hybrid vPMC: cycle inflation {100 * h['cycle_inflation']:.2f}%, EPT "
                       f"{fmt(h['ept_percent_of_native'], 2)}% of native cycles, instructions ratio "
                       f"{h['instructions_ratio']:.3f}, CPI {h['cpi_native']:.3f} -> {h['cpi_virtual']:.3f}")
+    if "latency" in result:
+        lat = result["latency"]
+        t = Table("Workload", "overhead (us)", "relative", "fixed part given inflation (us)",
+                  title="Request-response latency overhead")
+        fixed = lat.get("fixed_us_given_inflation") or [None] * len(lat["workloads"])
+        for name, o, r, f in zip(lat["workloads"], lat["overhead_us"], lat["relative_overhead"], fixed):
+            t.add_row(name, f"{o:.2f}", f"{100 * r:.1f}%", fmt(f, 2))
+        console.print(t)
+        if "fit_fixed_us" in lat:
+            console.print(f"least squares: overhead = {lat['fit_fixed_us']:.2f} us + {lat['fit_slope']:.4f} x native")
     for w in result["warnings"]:
         console.print(f"[yellow]warning[/] {w['code']}: {w['message']}", highlight=False)

@@ -139,3 +139,20 @@ def test_real_perf_output_without_hardware_counters_is_refused_clearly(cli, tmp_
 def test_basis_is_required(cli, tmp_path):
     rc, out, err = cli("overhead", "--paper", "oltp", "-o", tmp_path / "x")
     assert rc == 2 and "--basis" in err
+
+
+def test_latency_file_gives_fixed_and_variable_parts(cli, tmp_path):
+    lat = tmp_path / "rr.csv"
+    lat.write_text("workload,native_us,virtual_us\nPing,26,39\nNetperf,38,52\nApache,88,106\nGemfire_Put,134,157\n")
+    rc, out, err = cli("overhead", "--paper", "rr-loopback", "--basis", "native_total", "--latency", lat,
+                       "-o", tmp_path / "o")
+    assert rc == 0, err
+    result = json.loads((tmp_path / "o" / "overhead.json").read_text())["latency"]
+    assert result["overhead_us"] == [13, 14, 18, 23]
+    assert result["fit_fixed_us"] == pytest.approx(10.46, abs=0.005)
+    assert result["fixed_us_given_inflation"][0] == pytest.approx(13 - 26 * 30 / 376)  # Table 7's inflation
+    lat.write_text("workload,native_us,virtual_us\nPing,26,39\nNetperf,-38,52\n")
+    rc, out, err = cli("overhead", "--paper", "rr-loopback", "--basis", "native_total", "--latency", lat,
+                       "-o", tmp_path / "bad")
+    assert rc == 2 and "rr.csv:3.native_us: got '-38'" in err
+    _assert_nothing_written(tmp_path / "bad")
