@@ -92,7 +92,8 @@ def analyze(args: argparse.Namespace):
     from vmtwin.exceptions import scenario_error
 
     params = AeceParams(dt_s=_seconds(args.dt, "--dt"), alpha=args.alpha, epsilon=args.epsilon,
-                        threshold_rule=args.threshold_rule, active_flow=args.active_flow)
+                        threshold_rule=args.threshold_rule, active_flow=args.active_flow,
+                        precedence_share=args.precedence_share)
     if not 0 < params.alpha < 1:
         raise scenario_error("--alpha", args.alpha, "a probability strictly between 0 and 1")
     if not 0 <= params.epsilon <= 1:
@@ -201,6 +202,8 @@ def register(subparsers) -> None:
     p.add_argument("--epsilon", type=float, default=0.5, help="graph reduction sensitivity 0..1 (default 0.5)")
     p.add_argument("--threshold-rule", default="fence", choices=["fence", "tukey", "interpolate"])
     p.add_argument("--active-flow", default="active", choices=["active", "all"])
+    p.add_argument("--precedence-share", type=float, default=0.7,
+                   help="share of a pair's precedences needed for the edge i->j (default 0.7; 0 = off)")
     p.add_argument("--bands", default="quantile", choices=["quantile", "robust"], help="dynamic threshold method")
     p.add_argument("--season", default="hour_of_day", choices=["hour_of_day", "hour_of_week", "none"])
     p.add_argument("-k", type=int, default=2, help="consecutive out-of-band points that open an event (default 2)")

@@ -165,7 +165,8 @@ def generate(spec: SyntheticSpec = SyntheticSpec()) -> Synthetic:
             break
         n = cascade(swan, t)
         outages.append(Outage(t + spec.label_delay_s, "san1", swan, t, n))
-    metric_types = [f"{r}:{m}" for r in resources for m in METRICS]
+    # the black swan's metric stays rare: no chronic bouts or spurious alarms land on it
+    metric_types = [f"{r}:{m}" for r in resources for m in METRICS if f"{r}:{m}:above" != swan]
     for name in rng.choice(metric_types, size=spec.chronic, replace=False):
         r, m = str(name).split(":")
         t = t0
