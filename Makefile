@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 export VIRTUAL_ENV := $(CURDIR)/$(VENV)
 
-.PHONY: quickstart test setup build rust-test py-test bench browser
+.PHONY: quickstart test setup build rust-test py-test bench browser vcsim
 
 setup: $(VENV)/.deps
 $(VENV)/.deps: pyproject.toml
@@ -24,7 +24,7 @@ quickstart: build
 rust-test:
 	cargo test --release -p vmtwin-core
 
-py-test: build browser
+py-test: build browser vcsim
 	$(BIN)/python -m pytest -q
 
 test: rust-test py-test
@@ -34,6 +34,15 @@ browser:
 	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
 	  || echo "note: chromium not installed; the browser test will be skipped"; }
+
+# govmomi's vCenter simulator for the live-vCenter inventory test, into the venv's bin. v0.46.3 is the
+# last govmomi whose module holds the vcsim command (later ones moved it to a nested module that
+# the Go module proxy does not serve, so @latest resolves to a 2018 release). Skipped without Go.
+GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
+VCSIM_VERSION ?= v0.46.3
+vcsim: setup
+	@[ -x $(BIN)/vcsim ] || { [ -x "$(GO)" ] && GOBIN=$(CURDIR)/$(BIN) "$(GO)" install github.com/vmware/govmomi/vcsim@$(VCSIM_VERSION) \
+	  || echo "note: vcsim not installed; the vCenter inventory test will be skipped"; }
 
 bench: build
 	$(BIN)/python benchmarks/run.py

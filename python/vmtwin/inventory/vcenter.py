@@ -5,9 +5,10 @@ datacenter; through its host folder to clusters (``ClusterComputeResource``) and
 hosts (``ComputeResource``); from each host to its networks, datastores and VMs; from each VM to
 its networks and, for every virtual disk, the whole backing chain (``backing.parent``), so a
 linked clone follows its own delta disk and the base disk it shares. Each disk file is a VMDK
-node keyed by its datastore path and joins the datastore its backing names. Admin permissions
-(``AuthorizationManager.RetrieveAllPermissions``, role -1) on a VM or datastore become ``uses``
-edges with role ``admin`` from a ``User`` node; the VIM API has no notion of a user *using* a
+node keyed by its datastore path and joins the datastore its backing names. Administrator
+permissions (role -1) that apply to a VM or datastore, granted on it or inherited from a folder
+above (``AuthorizationManager.RetrieveEntityPermissions``), become ``uses`` edges with role
+``admin`` from a ``User`` node per principal (groups are not expanded); the VIM API has no notion of a user *using* a
 VM, so there are no role ``user`` edges, nor storage arrays.
 
 Nodes are keyed by the vCenter's instance UUID and the managed object id, so two vCenters' ids
@@ -52,6 +53,7 @@ def _walk(content, name: str, source: str) -> Inventory:
 
     key.vc_id = vc_id  # disk files are keyed by path, not by a managed object
 
+    admin_targets: dict = {}  # node key -> managed object (a datastore once, however many hosts mount it)
     for dc in _children(content.rootFolder, vim.Datacenter):
         dc_key = inv.add_node("Datacenter", key("dc", dc), dc.name)
         inv.add_edge("member", dc_key, vc)
@@ -61,15 +63,15 @@ def _walk(content, name: str, source: str) -> Inventory:
                 group = inv.add_node("Cluster", key("cluster", cr), cr.name)
                 inv.add_edge("member", group, dc_key)
             for h in cr.host:
-                _host(inv, key, vc, group, h)
-    for perm in content.authorizationManager.RetrieveAllPermissions():
-        if perm.roleId != ADMIN_ROLE_ID:
-            continue
-        target = key("vm", perm.entity) if isinstance(perm.entity, vim.VirtualMachine) else (
-            key("ds", perm.entity) if isinstance(perm.entity, vim.Datastore) else None)
-        if target in inv.nodes:
-            u = inv.add_node("User", f"user:{vc_id}/{perm.principal}", perm.principal)
-            inv.add_edge("uses", u, target, "admin")
+                for entity, prefix in _host(inv, key, vc, group, h):
+                    admin_targets[key(prefix, entity)] = entity
+    am = content.authorizationManager
+    for target, entity in admin_targets.items():
+        # inherited too: an Administrator granted on a folder above has access to what is below
+        for perm in am.RetrieveEntityPermissions(entity=entity, inherited=True):
+            if perm.roleId == ADMIN_ROLE_ID and not perm.group:
+                u = inv.add_node("User", f"user:{vc_id}/{perm.principal}", perm.principal)
+                inv.add_edge("uses", u, target, "admin")
     return inv
 
 
@@ -84,9 +86,12 @@ def _children(folder, kind):
             yield from _children(child, kind)
 
 
-def _host(inv: Inventory, key, vc: str, group: str, h) -> None:
+def _host(inv: Inventory, key, vc: str, group: str, h) -> list:
+    """Add a host, its groups, VMs and disks; return the (entity, key prefix) pairs whose
+    permissions are read (its VMs and datastores)."""
     from pyVmomi import vim
 
+    targets = [(ds, "ds") for ds in h.datastore]
     host = inv.add_node("Host", key("host", h), h.name)
     inv.add_edge("follow", vc, host)
     inv.add_edge("member", host, group)
@@ -97,6 +102,7 @@ def _host(inv: Inventory, key, vc: str, group: str, h) -> None:
     for v in h.vm:
         vm = inv.add_node("VM", key("vm", v), v.name)
         inv.add_edge("follow", host, vm)
+        targets.append((v, "vm"))
         for net in v.network:
             inv.add_edge("member", vm, inv.add_node("Network", key("net", net), net.name))
         if v.config is None:  # an inaccessible VM has no configuration to read
@@ -112,3 +118,4 @@ def _host(inv: Inventory, key, vc: str, group: str, h) -> None:
                     ds = inv.add_node("Datastore", key("ds", backing.datastore), backing.datastore.name)
                     inv.add_edge("member", disk, ds)
                 backing = getattr(backing, "parent", None)
+    return targets
