@@ -58,6 +58,10 @@ def _layout(fig: go.Figure, title: str, height: int = 440) -> go.Figure:
         hovermode="x unified",
         legend={"orientation": "v", "font": {"size": 12}},
     )
+    # Invisible tick marks keep the axes' first labels apart: without them the y axis's "0" and
+    # the x axis's first label meet in the corner.
+    fig.update_xaxes(ticks="outside", ticklen=6, tickcolor="rgba(0,0,0,0)")
+    fig.update_yaxes(ticks="outside", ticklen=6, tickcolor="rgba(0,0,0,0)")
     return fig
 
 

@@ -74,7 +74,8 @@ table { border-collapse: collapse; width: 100%; background: #fff;
         border: 1px solid var(--line); border-radius: 6px; }
 th, td { padding: 6px 10px; border-bottom: 1px solid var(--line); text-align: right;
          white-space: nowrap; font-variant-numeric: tabular-nums; }
-th { background: #eef2f6; font-weight: 600; position: sticky; top: 0; }
+th { background: #eef2f6; font-weight: 600; position: sticky; top: 0; white-space: normal;
+     vertical-align: bottom; min-width: 4.5em; }
 table.sortable th { cursor: pointer; user-select: none; }
 table.sortable th[aria-sort="descending"]::after { content: " \\25BC"; }
 table.sortable th[aria-sort="ascending"]::after { content: " \\25B2"; }

@@ -37,23 +37,21 @@ def vm_summary(vm: pd.DataFrame | None) -> pd.DataFrame:
         ``limit_mhz``) are those of the last sample (NaN limit = unlimited); ``p95 %RDY`` is the
         95th percentile (linear interpolation) of the per-sample ``%RDY``.
     """
-    rows = []
-    if vm is not None and len(vm):
-        ordered = vm.sort_values(["vm_id", "time_s"], kind="stable")
-        for vm_id, g in ordered.groupby("vm_id", sort=True):
-            last = g.iloc[-1]
-            rows.append(
-                {
-                    "vm": str(last["vm"]),
-                    "vcpus": int(last["vcpus"]),
-                    "shares": int(last["shares"]),
-                    "reservation_mhz": float(last["reservation_mhz"]),
-                    "limit_mhz": float(last["limit_mhz"]),
-                    "mean %USED": float(g["%USED"].mean()),
-                    "mean %RDY": float(g["%RDY"].mean()),
-                    "mean %MLMTD": float(g["%MLMTD"].mean()),
-                    "p95 %RDY": float(np.percentile(g["%RDY"].to_numpy(), 95)),
-                    "mean entitlement_mhz": float(g["entitlement_mhz"].mean()),
-                }
-            )
-    return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+    if vm is None or not len(vm):
+        return pd.DataFrame(columns=SUMMARY_COLUMNS)
+    ordered = vm.sort_values(["vm_id", "time_s"], kind="stable")
+    last = ordered.drop_duplicates("vm_id", keep="last").set_index("vm_id").sort_index()
+    groups = ordered.groupby("vm_id", sort=True)
+    means = groups[["%USED", "%RDY", "%MLMTD", "entitlement_mhz"]].mean()
+    return pd.DataFrame({
+        "vm": last["vm"].astype(str).to_numpy(),
+        "vcpus": last["vcpus"].astype(np.int64).to_numpy(),
+        "shares": last["shares"].astype(np.int64).to_numpy(),
+        "reservation_mhz": last["reservation_mhz"].astype(float).to_numpy(),
+        "limit_mhz": last["limit_mhz"].astype(float).to_numpy(),
+        "mean %USED": means["%USED"].to_numpy(dtype=float),
+        "mean %RDY": means["%RDY"].to_numpy(dtype=float),
+        "mean %MLMTD": means["%MLMTD"].to_numpy(dtype=float),
+        "p95 %RDY": groups["%RDY"].quantile(0.95, interpolation="linear").to_numpy(dtype=float),
+        "mean entitlement_mhz": means["entitlement_mhz"].to_numpy(dtype=float),
+    }, columns=SUMMARY_COLUMNS)
