@@ -62,9 +62,9 @@ impl Loop {
     }
 }
 
-/// An adapter whose link never limits (1 Pb/s).
+/// An adapter whose link never limits (1 Eb/s: a 64 kB transfer rounds to 0 ns).
 pub fn fast_adapter(name: &str) -> AdapterSpec {
-    AdapterSpec { name: name.into(), queue_depth: 1 << 20, link_bits_per_s: 1_000_000_000_000_000 }
+    AdapterSpec { name: name.into(), queue_depth: 1 << 20, link_bits_per_s: 1_000_000_000_000_000_000 }
 }
 
 /// One LUN on an exponential device behind one path with no fabric latency.
