@@ -90,6 +90,12 @@ def _limits():
     return limits
 
 
+def _why(exc: BaseException) -> str:
+    """The reason of an OS or decoding error without the file name (the message names it once)."""
+    reason = getattr(exc, "strerror", None) or str(exc)
+    return f"{exc.__class__.__name__}: {reason}"[:200]
+
+
 _KINDS = [(stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
           (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")]
 
@@ -109,7 +115,7 @@ def regular_file_size(path: Path, what: str, max_bytes: int) -> int:
     except FileNotFoundError:
         raise scenario_error(str(path), str(path), f"an existing {what}") from None
     except (OSError, ValueError) as exc:
-        raise scenario_error(str(path), str(path), f"a readable {what} ({exc.__class__.__name__}: {exc})") from None
+        raise scenario_error(str(path), str(path), f"a readable {what} ({_why(exc)})") from None
     _check_stat(path, st, what, max_bytes)
     return st.st_size
 
@@ -136,7 +142,7 @@ def read_text_file(path: Path, what: str, max_bytes: int = 0) -> str:
     except FileNotFoundError:
         raise scenario_error(str(path), str(path), f"an existing {what}") from None
     except (OSError, ValueError) as exc:
-        raise scenario_error(str(path), str(path), f"a readable UTF-8 {what} ({exc.__class__.__name__}: {exc})") from None
+        raise scenario_error(str(path), str(path), f"a readable UTF-8 {what} ({_why(exc)})") from None
     try:
         _check_stat(path, os.fstat(fd), what, max_bytes)
     except ScenarioError:
@@ -146,13 +152,13 @@ def read_text_file(path: Path, what: str, max_bytes: int = 0) -> str:
         try:
             data = f.read(max_bytes + 1)
         except OSError as exc:
-            raise scenario_error(str(path), str(path), f"a readable {what} ({exc.__class__.__name__}: {exc})") from None
+            raise scenario_error(str(path), str(path), f"a readable {what} ({_why(exc)})") from None
     if len(data) > max_bytes:  # it grew since it was checked
         raise scenario_error(str(path), str(path), f"a {what} of at most {max_bytes:,} bytes")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise scenario_error(str(path), str(path), f"a readable UTF-8 {what} ({exc.__class__.__name__}: {exc})") from None
+        raise scenario_error(str(path), str(path), f"a readable UTF-8 {what} ({_why(exc)})") from None
 
 
 def read_planetlab(path: str | Path) -> Trace:
@@ -216,7 +222,7 @@ def _bitbrains_tables(folder: Path):
             tables[name] = pq.read_table(f, columns=cols)
         except Exception as exc:  # pyarrow raises several classes for bad files
             raise scenario_error(
-                str(f), str(f), f"a Parquet file with columns {', '.join(cols)} ({exc.__class__.__name__}: {exc})"
+                str(f), str(f), f"a Parquet file with columns {', '.join(cols)} ({_why(exc)})"
             ) from None
     return tables["tasks"], tables["fragments"]
 

@@ -159,7 +159,7 @@ def _parse_uncached(value: object, aliases: dict[str, int], allowed: str, base: 
     else:
         factor = aliases.get(unit.lower())
         if factor is None:
-            raise ValueError(f"{allowed} (unknown unit {unit!r})")
+            raise ValueError(f"{allowed} (unknown unit {unit[:20]!r}{'...' if len(unit) > 20 else ''})")
     try:
         scaled = int((amount * factor).quantize(Decimal(1), rounding=ROUND_HALF_EVEN))
     except (InvalidOperation, ArithmeticError):  # too many digits, or a tiny exponent: not u64

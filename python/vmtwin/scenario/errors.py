@@ -11,7 +11,7 @@ from pydantic import (
 from vmtwin.exceptions import ScenarioError
 from vmtwin.scenario.fields import _Model
 from vmtwin.scenario.shown import bounded_error as scenario_error
-from vmtwin.scenario.shown import short
+from vmtwin.scenario.shown import path_key, printable, short
 
 #: Problems listed in one message; the rest are counted ("and 37 more problems"), so a list of
 #: 10,000 bad VMs still gives a message a terminal shows whole.
@@ -75,10 +75,9 @@ def _yaml_path(loc: tuple) -> str:
         elif prev == "workload" and el in _workloads():
             pass  # pydantic's discriminator tag, not a YAML key
         else:
-            key = short(str(el), 40, quote=False)
-            out += f".{key}" if out else key
+            out += path_key(el)
         prev = el
-    return out or "(top level)"
+    return out.lstrip(".") or "(top level)"
 
 
 def _describe_keys(cls: type[_Model]) -> str:
@@ -154,6 +153,6 @@ def _prefixed(where: str, exc: ScenarioError) -> ScenarioError:
     if getattr(exc, "path", None) == value and allowed is not None:
         # The error is about the file itself (missing, unreadable): the file is the value.
         return scenario_error(where, value, allowed)
-    err = ScenarioError(f"{where}: {short(str(exc), 600, quote=False)}")
+    err = ScenarioError(f"{printable(where)}: {short(str(exc), 600, quote=False)}")
     err.path, err.value, err.allowed = where, value, allowed
     return err

@@ -5,7 +5,7 @@ nodes built by YAML aliases; printing it whole would bury the message (an alias 
 million characters). :func:`short` gives a bounded ``repr`` in time bounded too (``reprlib``
 stops at a few items per container and a few levels), and :func:`bounded_error` builds the one
 ScenarioError format of :func:`vmtwin.exceptions.scenario_error` with the value and the path
-shortened; the error's ``value`` attribute keeps the original.
+shortened; the error's ``path`` and ``value`` attributes keep the originals.
 """
 
 from __future__ import annotations
@@ -49,6 +49,22 @@ def short(value: object, limit: int = SHOWN_CHARS, *, quote: bool = True) -> str
     return text if len(text) <= limit * 2 else text[: limit * 2] + "…"
 
 
+def printable(text: str) -> str:
+    """``text`` with every non-printable character escaped (a NUL, a newline or a U+001E in a key
+    would otherwise cut or corrupt the message's line)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def path_key(key: object) -> str:
+    """A mapping key as a YAML path step: ``.name``, or ``['odd key']`` when it is not a plain word."""
+    text = short(str(key), 40, quote=False)
+    if text and text.isprintable() and not any(c in text for c in " .[]'\"\t"):
+        return "." + text
+    return f"[{short(str(key), 40)}]"
+
+
 class _Shown:
     """Stands for a value in ``scenario_error``'s message: its repr is the shortened one."""
 
@@ -67,6 +83,6 @@ def bounded_error(path: str, value: object, allowed: str) -> ScenarioError:
     >>> str(bounded_error("description", "y" * 500, "text"))[:40]
     "description: got 'yyyyyyyyyyyyyyyyyyyyyy"
     """
-    err = scenario_error(short(path, PATH_CHARS, quote=False), _Shown(short(value)), allowed)
-    err.value = value
+    err = scenario_error(printable(short(path, PATH_CHARS, quote=False)), _Shown(short(value)), printable(allowed))
+    err.path, err.value = path, value  # the originals, for callers that compare them
     return err

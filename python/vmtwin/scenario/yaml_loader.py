@@ -38,7 +38,7 @@ from yaml.events import (
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
 from vmtwin.exceptions import ScenarioError
-from vmtwin.scenario.shown import bounded_error, short
+from vmtwin.scenario.shown import bounded_error, path_key, short
 
 #: Deepest nesting of mappings and sequences: a scenario nests 5 deep; each level costs the
 #: constructor three Python frames, and Python allows 1,000.
@@ -64,6 +64,8 @@ _SCALAR_TAGS = {
     _TAG + "binary": "base64 text",
     _STR: "text",
 }
+_UNVOUCHED = {_TAG + "timestamp", _MERGE}
+_LONG_SCALAR = 4000  # int() refuses more than 4300 digits
 _ALLOWED_TAGS = "a plain value, or one of the standard tags " + ", ".join(
     "!!" + t[len(_TAG):] for t in (*_SCALAR_TAGS, *_MAPPING_TAGS, _TAG + "seq", _TAG + "pairs")
 )
@@ -91,7 +93,7 @@ class _Frame:
             return f"[{self.index}]"
         k = self.key
         if isinstance(k, ScalarNode):
-            return "." + short(k.value, 40, quote=False)
+            return path_key(k.value)
         return ".?"
 
 
@@ -133,10 +135,13 @@ class _BoundedComposer:
             cls = type(event)
             if cls is ScalarEvent:  # most events: keep this path short
                 tag = event.tag
-                if tag is None or tag == "!":
+                explicit = tag is not None and tag != "!"
+                if not explicit:
                     tag = resolve(ScalarNode, event.value, event.implicit)
                 node = ScalarNode(tag, event.value, event.start_mark, event.end_mark, style=event.style)
-                if tag != _STR:
+                # The resolver's patterns already vouch for implicit ints, floats, bools and nulls,
+                # but not for dates (2024-13-45) or ints too long for int().
+                if tag != _STR and (explicit or tag in _UNVOUCHED or len(event.value) > _LONG_SCALAR):
                     self._check_scalar(stack, node, checker)
                 size = 1
                 if event.anchor is not None:
@@ -235,7 +240,9 @@ class _BoundedComposer:
                                 f"keys that are text (this key reads as {kind}, line {node.start_mark.line + 1}; "
                                 "quote it if it is meant as a name)")
         if node.value in frame.keys:
-            raise bounded_error(f"{_container_path(stack)}.{short(node.value, 40, quote=False)}", node.value,
+            container = _container_path(stack)
+            at = ("" if container == "(top level)" else container) + path_key(node.value)
+            raise bounded_error(at.lstrip("."), node.value,
                                 f"each key once in a mapping (found duplicate key {short(node.value, 40)}, "
                                 f"line {node.start_mark.line + 1})")
         frame.keys.add(node.value)
@@ -331,21 +338,27 @@ def load_yaml(text: str, source: str) -> Any:
         except yaml.YAMLError as exc:
             if loader is not _LOADERS[-1]:
                 continue  # read again: the pure-Python parser's messages and marks are the ones users get
-            err = _syntax_error(exc, source)
+            err = _syntax_error(exc, source, text)
         except RecursionError:  # pragma: no cover - the depth bound is far below Python's limit
             err = bounded_error(source, "deeply nested YAML", f"at most {MAX_DEPTH} levels of nesting")
         raise err
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _syntax_error(exc: yaml.YAMLError, source: str) -> ScenarioError:
+def _syntax_error(exc: yaml.YAMLError, source: str, text: str) -> ScenarioError:
     if isinstance(exc, yaml.MarkedYAMLError):
         mark = exc.problem_mark or exc.context_mark
         where = f"{source}, line {mark.line + 1}, column {mark.column + 1}" if mark else source
         problem = short(" ".join(p for p in (exc.context, exc.problem) if p), 300, quote=False)
         err = ScenarioError(f"{where}: malformed YAML: {problem}")
+    elif isinstance(exc, yaml.reader.ReaderError):  # a character YAML does not allow, by position
+        pos = min(max(exc.position, 0), len(text))
+        line, column = text.count("\n", 0, pos) + 1, pos - text.rfind("\n", 0, pos)
+        char = f" #x{exc.character:04x}" if isinstance(exc.character, int) else ""
+        err = ScenarioError(f"{source}, line {line}, column {column}: malformed YAML: unacceptable character{char}: "
+                            f"{short(exc.reason, 100, quote=False)}")
     else:
-        err = ScenarioError(f"{source}: malformed YAML: {short(str(exc), 300, quote=False)}")
+        err = ScenarioError(f"{source}: malformed YAML: {short(' '.join(str(exc).split()), 300, quote=False)}")
     err.path = source
     err.value = None
     err.allowed = "well-formed YAML"

@@ -2,12 +2,34 @@
 
 from __future__ import annotations
 
+import resource
+import signal
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from cli_helpers import BAD, PLANETLAB_OK, assert_user_error, needs_shared_data, tree
+from cli_helpers import (
+    BAD,
+    PLANETLAB_OK,
+    SHARED_DATA,
+    Outcome,
+    assert_user_error,
+    needs_shared_data,
+    tree,
+    vmtwin_command,
+)
 
-EXPECT = "# expect: "
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scenario"))
+from bad_corpus import CLASSES, CORPUS, BadFile  # noqa: E402 - the corpus lives with the scenario tests
+
+#: Per bad input through the real command: CPU time and address space (the issue's promise), as
+#: kernel limits on the child (RLIMIT_CPU kills it past 5 CPU-seconds, so a busy shared machine
+#: does not fail the test); the wall-clock bound only catches a child blocked without using CPU.
+SUBPROCESS_CPU_SECONDS = 5
+SUBPROCESS_BYTES = 2**30
+SUBPROCESS_WALL_SECONDS = 60
 
 OK_SCENARIO = """\
 name: small
@@ -16,12 +38,6 @@ host: {cores_per_llc: 2, core_mhz: 2600MHz, memory: 16GB}
 vms:
   - {name: a, workload: {type: cpu_bound, duty: 0.5}}
 """
-
-
-def _expected(path: Path) -> str:
-    first = path.read_text(encoding="utf-8").splitlines()[0]
-    assert first.startswith(EXPECT), f"{path.name} must start with '{EXPECT}<substring>'"
-    return first[len(EXPECT):]
 
 
 def _trace_scenario(trace: Path) -> str:
@@ -43,20 +59,72 @@ def work(tmp_path) -> Path:
 
 
 def test_bad_corpus_is_there():
-    assert len(BAD) >= 30, "tests/python/scenario/bad/*.yaml went missing"
+    assert len(BAD) >= 150, "tests/python/scenario/bad/*.yaml went missing"
 
 
-@pytest.mark.parametrize("command", ["run", "validate"])
-@pytest.mark.parametrize("path", BAD, ids=lambda p: p.stem)
-def test_bad_scenario_file(cli, work, path, command):
-    expected = _expected(path)
-    needs_shared_data(path.read_text(encoding="utf-8"))
-    out = work / "out"
-    res = cli("run", path, "-o", out) if command == "run" else cli("validate", path)
-    assert_user_error(res, expected)
+def _one_per_class() -> list[BadFile]:
+    return [files[0] for _, files in sorted(CLASSES.items())]
+
+
+def _assert_refused(res, bad: BadFile, out: Path, work: Path) -> None:
+    assert_user_error(res, bad.expect)
+    assert len(res.stderr.splitlines()) < 20
     assert res.stdout == ""
     assert not out.exists()
-    assert list(work.iterdir()) == []  # no half-written or temporary folder either
+    assert [p.name for p in work.iterdir()] == []  # no half-written or temporary folder either
+
+
+@pytest.mark.parametrize("bad", CORPUS, ids=lambda f: f.path.stem)
+def test_bad_scenario_file_run(cli, work, tmp_path, bad):
+    if bad.needs_shared_data:
+        needs_shared_data("shared/data")
+    out = work / "out"
+    _assert_refused(cli("run", bad.prepare(tmp_path / "setup"), "-o", out), bad, out, work)
+
+
+@pytest.mark.parametrize("bad", _one_per_class(), ids=lambda f: f.cls)
+def test_bad_scenario_file_validate(cli, work, tmp_path, bad):
+    if bad.needs_shared_data:
+        needs_shared_data("shared/data")
+    res = cli("validate", bad.prepare(tmp_path / "setup"))
+    _assert_refused(res, bad, work / "out", work)
+
+
+def _limit_child() -> None:  # runs in the child, before exec
+    resource.setrlimit(resource.RLIMIT_AS, (SUBPROCESS_BYTES, SUBPROCESS_BYTES))
+    resource.setrlimit(resource.RLIMIT_CPU, (SUBPROCESS_CPU_SECONDS, SUBPROCESS_CPU_SECONDS))
+
+
+def _largest_per_class() -> list[BadFile]:
+    """The costliest-looking file of each class (the biggest), for the real command under limits."""
+    return [max(files, key=lambda f: (f.path.stat().st_size, f.path.name)) for _, files in sorted(CLASSES.items())]
+
+
+def test_bad_input_through_the_real_command_under_limits(tmp_path):
+    """The installed command, one process per class: exit 2 within 5 CPU-s and 1 GB, nothing written."""
+    picked = [f for f in _largest_per_class() if not (f.needs_shared_data and not SHARED_DATA.is_dir())]
+
+    def one(k_bad):
+        k, bad = k_bad
+        work = tmp_path / f"w{k}"
+        work.mkdir()
+        scenario = bad.prepare(tmp_path / f"setup{k}")
+        out = work / "out"
+        try:
+            p = subprocess.run([*vmtwin_command(), "run", str(scenario), "-o", str(out)], capture_output=True,
+                               text=True, timeout=SUBPROCESS_WALL_SECONDS, preexec_fn=_limit_child, check=False)
+        except subprocess.TimeoutExpired:
+            return bad, work, out, None
+        return bad, work, out, Outcome(p.returncode, p.stdout, p.stderr)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:  # CI has 2 cores
+        results = list(pool.map(one, enumerate(picked)))
+    for bad, work, out, res in results:
+        assert res is not None, f"{bad.path.name}: blocked for {SUBPROCESS_WALL_SECONDS} s"
+        assert res.returncode != -signal.SIGXCPU, f"{bad.path.name}: over {SUBPROCESS_CPU_SECONDS} CPU-seconds"
+        assert "MemoryError" not in res.stderr, f"{bad.path.name}: over {SUBPROCESS_BYTES} bytes"
+        _assert_refused(res, bad, out, work)
+    assert len(results) >= 14
 
 
 @pytest.mark.parametrize("command", ["run", "validate"])
@@ -225,9 +293,9 @@ def test_report_of_a_non_results_folder(cli, tmp_path):
 
 
 def test_installed_command_reports_bad_scenario(vmtwin_proc, work):
-    path = next(p for p in BAD if p.name == "duty_zero.yaml")
-    res = vmtwin_proc("run", path, "-o", work / "out")
-    assert_user_error(res, _expected(path))
+    bad = next(f for f in CORPUS if f.path.name == "duty_zero.yaml")
+    res = vmtwin_proc("run", bad.path, "-o", work / "out")
+    assert_user_error(res, bad.expect)
     assert list(work.iterdir()) == []
 
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
+from bad_corpus import CLASSES, CORPUS
 from vmtwin.exceptions import ScenarioError
 from vmtwin.scenario import (
     VM,
@@ -28,6 +30,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
 
 BAD = sorted((HERE / "bad").glob("*.yaml"))
+SHARED_DATA = REPO.parent / "shared" / "data"
 SCENARIOS = sorted((REPO / "scenarios").glob("*.yaml"))
 
 MINIMAL = """
@@ -331,20 +334,28 @@ def test_yaml_error_names_the_file(tmp_path):
         load_scenario(f)
 
 
-@pytest.mark.parametrize("path", BAD, ids=lambda p: p.name)
-def test_bad_corpus(path):
-    first = path.read_text().splitlines()[0]
-    assert first.startswith("# expect: "), f"{path.name} must start with '# expect: <substring>'"
-    expected = first[len("# expect: ") :]
-    if "shared/data" in path.read_text() and not (REPO.parent / "shared" / "data").is_dir():
+@pytest.mark.parametrize("bad", CORPUS, ids=lambda f: f.path.name)
+def test_bad_corpus(bad, tmp_path):
+    if bad.needs_shared_data and not SHARED_DATA.is_dir():
         pytest.skip("needs the shared data sets")
     with pytest.raises(ScenarioError) as info:
-        load_scenario(path)
-    assert expected in str(info.value)
+        load_scenario(bad.prepare(tmp_path))
+    message = str(info.value)
+    assert bad.expect in message
+    lines = message.splitlines()
+    assert len(lines) < 20, f"{len(lines)} lines"
+    for line in lines:  # each line a whole message: a YAML path (or file and line), the value, what is allowed
+        assert "; allowed: " in line or re.search(r"line \d+, column \d+: malformed YAML", line), line
+        assert len(line) < 2000, f"a line of {len(line)} characters"
 
 
 def test_bad_corpus_is_not_empty():
     assert len(BAD) >= 30
+    new = [f for f in CORPUS if f.cls != "legacy"]
+    assert len(new) >= 120, "the hardening corpus went missing"
+    for cls in ("overflow", "clock", "floor", "ceiling", "depth", "alias", "tag", "timestamp", "key", "nul",
+                "trace_file", "pool_limit", "shorten", "structure"):
+        assert CLASSES.get(cls), f"no corpus file of class {cls}"
 
 
 # ---------------------------------------------------------------------------- JSON Schema
