@@ -80,22 +80,17 @@ def _progress(quiet: bool) -> Progress:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from vmtwin.results import check_output_folder
     from vmtwin.simulation import Simulation
 
     sim = Simulation(args.scenario, seed=args.seed, duration=args.duration)
-    out_dir = Path(args.output)
-    check_output_folder(out_dir)  # before the run, not after it
+    # refused now, before the run, if it exists (without --force) or cannot be written; rows then
+    # stream to disk as the run goes, and the folder appears under its name when complete
+    sim.stream_to(Path(args.output), force=args.force)
     total = sim.duration
     with _progress(args.quiet) as bar:
         task = bar.add_task(sim.scenario.name, total=total, sim="")
         sim.run(lambda now: bar.update(task, completed=now, sim=f"{now:,.0f}/{total:,.0f} s simulated"))
-    try:
-        results = sim.write(out_dir)
-    except OSError as exc:
-        from vmtwin.export.atomic import output_error
-
-        raise output_error("results folder", out_dir, exc) from None
+    results = sim.write()
     m = results.manifest
     if not args.quiet:
         out.print(f"wrote [bold]{results.path}[/] ({m['event_count']:,} events, {m['wall_time_s']:.2f} s wall)")
@@ -245,6 +240,7 @@ _EPILOGS = {
     "run": """examples:
   vmtwin run scenarios/quickstart.yaml -o results/qs
   vmtwin run scenarios/quickstart.yaml -o results/qs --duration 5min --seed 7 --report
+  vmtwin run scenarios/quickstart.yaml -o results/qs --force   # replace the earlier run
 
 The folder holds manifest.json and host/vm/vcpu Parquet tables (esxtop's counters);
 query them with duckdb or pandas, or see them again with 'vmtwin summary DIR'.""",
@@ -291,6 +287,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=int, help="override the scenario's seed")
     r.add_argument("--duration", help="override the scenario's duration, e.g. 5min")
     r.add_argument("--report", action="store_true", help="also write DIR/report.html")
+    r.add_argument("--force", action="store_true", help="replace DIR if it holds an earlier run's results")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary")
     r.set_defaults(func=_cmd_run)
 

@@ -16,17 +16,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from vmtwin.exceptions import VmtwinError
+from vmtwin.exceptions import OutputError
 
 __all__ = ["atomic_output", "output_error"]
 
 
-def output_error(what: str, path: Path, exc: OSError) -> VmtwinError:
+def output_error(what: str, path: Path, exc: OSError) -> OutputError:
     """``cannot write <what> <path>: <reason>`` for an OS error on an output path."""
     reason = exc.strerror or str(exc)
     if exc.errno == errno.ENAMETOOLONG:
         reason += f" ({len(path.name)} characters; most file systems allow 255)"
-    return VmtwinError(f"cannot write {what} {path}: {reason}")
+    return OutputError(f"cannot write {what} {path}: {reason}")
 
 
 @contextmanager
@@ -47,14 +47,14 @@ def atomic_output(path: str | os.PathLike[str], what: str) -> Iterator[Path]:
 
     Raises
     ------
-    VmtwinError
+    OutputError
         ``path`` is a folder, its folder cannot be created or written, or the name is too long;
         the message names ``path``. The temp file is removed on any failure or interrupt.
     """
     out = Path(path)
     try:
         if out.is_dir():
-            raise VmtwinError(f"cannot write {what} {out}: it is a folder; give a file name, "
+            raise OutputError(f"cannot write {what} {out}: it is a folder; give a file name, "
                               f"e.g. {out / ('report.html' if what == 'report' else 'out.csv')}")
         out.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp_name = tempfile.mkstemp(dir=out.parent, prefix=".vmtwin-", suffix=".tmp")

@@ -125,7 +125,7 @@ def to_esxtop_csv(
     ------
     ValueError
         ``results`` is not a results folder.
-    VmtwinError
+    OutputError
         ``path`` is a folder or cannot be written (the message names it).
     """
     res = results if isinstance(results, Results) else Results(results)

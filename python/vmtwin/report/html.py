@@ -270,7 +270,7 @@ def render_report(
     ------
     ValueError
         ``results_dir`` (or ``compare``) is not a results folder.
-    VmtwinError
+    OutputError
         ``out_path`` is a folder or cannot be written (the message names it).
 
     Notes
