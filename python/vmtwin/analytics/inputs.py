@@ -52,14 +52,37 @@ def read_table(path: Path, header_rows: int = 1) -> pd.DataFrame:
             raise scenario_error(str(path), type(exc).__name__, f"a readable Parquet file ({exc})") from None
     if not name.endswith((".csv", ".csv.gz", ".txt")):
         raise scenario_error(str(path), path.suffix, "a .csv, .csv.gz, .parquet or .pq file")
+    _check_field_counts(path)
     try:
         header = list(range(header_rows)) if header_rows > 1 else 0
-        df = pd.read_csv(path, header=header, dtype=str, keep_default_na=False, skipinitialspace=True)
+        df = pd.read_csv(path, header=header, dtype=str, keep_default_na=False, skipinitialspace=True,
+                         index_col=False if header_rows == 1 else None)
     except pd.errors.ParserError as exc:
         raise scenario_error(str(path), "malformed CSV", f"a CSV with the same number of fields on every line ({exc})") from None
     except (pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         raise scenario_error(str(path), "unreadable CSV", f"a UTF-8 CSV with a header row ({exc})") from None
     return df
+
+
+def _check_field_counts(path: Path) -> None:
+    """Every line has as many fields as the first (pandas would silently turn extra fields into an index)."""
+    import csv
+    import gzip
+
+    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    try:
+        with opener(path, "rt", encoding="utf-8", newline="") as f:
+            width = None
+            for line_no, row in enumerate(csv.reader(f), 1):
+                if not row:
+                    continue
+                if width is None:
+                    width = len(row)
+                elif len(row) != width:
+                    raise scenario_error(f"{path}: line {line_no}", f"{len(row)} fields",
+                                         f"{width} fields like the header (malformed CSV)")
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise scenario_error(str(path), "unreadable CSV", f"a UTF-8 CSV ({exc})") from None
 
 
 def parse_times(values, path: str, column: str, tz: str = "UTC", first_row: int = 2) -> np.ndarray:
