@@ -115,3 +115,37 @@ def test_progress_shows_percent_and_time_left(monkeypatch, tmp_path):
     assert "100%" in text
     assert re.search(r"left\s+(\d+:)?\d+:\d\d", text), text[-500:]
     assert "10/10 s simulated" in text
+
+
+def test_run_needs_force_to_replace_a_run(cli, tmp_path):
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(SCENARIO.format(seed=3, b_shares="normal", extra=""))
+    out = tmp_path / "out"
+    assert cli("run", scenario, "-o", out, "-q").returncode == 0
+    first = (out / "vm.parquet").read_bytes()
+    assert_user_error(cli("run", scenario, "-o", out, "-q", "--seed", "4"), str(out))
+    assert (out / "vm.parquet").read_bytes() == first
+    assert cli("run", scenario, "-o", out, "-q", "--seed", "4", "--force").returncode == 0
+    assert (out / "vm.parquet").read_bytes() != first
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "s.yaml"]  # no leftovers
+
+
+def test_report_with_a_compare_section(runs, cli, tmp_path):
+    from vmtwin.report.html import COMPARE_FIGURE_ID, FIGURE_IDS
+
+    a, b, _ = runs
+    page_path = tmp_path / "cmp.html"
+    res = cli("report", a, "-o", page_path, "--compare", b)
+    assert res.returncode == 0, res.stderr
+    page = page_path.read_text(encoding="utf-8")
+    assert re.findall(r'<div class="figure" id="(fig-[a-z0-9-]+)">', page) == [*FIGURE_IDS, COMPARE_FIGURE_ID]
+    assert "<h2>Compared with another run</h2>" in page
+    table = page[page.index('<table id="compare"'):]
+    table = table[:table.index("</table>")]
+    cells = {m.group(1): re.findall(r">([^<]*)</td>", m.group(0))
+             for m in re.finditer(r'<tr><td data-v="([^"]+)">.*?</tr>', table)}
+    va = pq.read_table(a / "vm.parquet").to_pandas()
+    vb = pq.read_table(b / "vm.parquet").to_pandas()
+    ra, rb = va[va.vm == "b"]["%RDY"].mean(), vb[vb.vm == "b"]["%RDY"].mean()
+    assert cells["b"][4:7] == [f"{ra:.1f}", f"{rb:.1f}", f"{rb - ra:+.1f}"]
+    assert cells["only-in-b"][1] == "–"
