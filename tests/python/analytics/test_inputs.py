@@ -76,3 +76,23 @@ def test_event_list(tmp_path):
     bad = write(tmp_path, "bad.csv", "resource,attribute,symptom,start,end\ndb1,cpu,above,2024-01-01T01:00:00Z,2024-01-01T00:00:00Z\n")
     with pytest.raises(ScenarioError, match="end"):
         read_events(bad)
+
+
+def test_results_folder(tmp_path):
+    """A vmtwin results folder: the host table as resource "host", the vm table per VM name."""
+    import pyarrow as pa
+
+    from vmtwin.results import write_results
+
+    t = [2.0, 4.0, 6.0]
+    tables = {
+        "host": pa.table({"time_s": t, "pcpus": [4, 4, 4], "%PCPU_UTIL": [10.0, 20.0, 30.0]}),
+        "vm": pa.table({"time_s": t + t, "vm": ["web1"] * 3 + ["db1"] * 3, "vm_id": [0] * 3 + [1] * 3,
+                        "%RDY": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]}),
+    }
+    folder = write_results(tmp_path / "run", tables, {"scenario_name": "t"})
+    df = read_metrics(folder)
+    got = {(r, m): v.tolist() for (r, m), v in df.groupby(["resource", "metric"])["value"]}
+    assert got[("host", "%PCPU_UTIL")] == [10.0, 20.0, 30.0]
+    assert got[("db1", "%RDY")] == [4.0, 5.0, 6.0] and got[("web1", "%RDY")] == [1.0, 2.0, 3.0]
+    assert ("web1", "vm_id") not in got and df.time_s.min() == 2.0
