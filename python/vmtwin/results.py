@@ -151,13 +151,22 @@ _ENGINE_DTYPES: dict[str, tuple[str, pa.DataType]] = {
 
 _TABLE_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
 
+# Columns whose values repeat from row to row (names, ids, settings, sample times): dictionary
+# encoded. The counters are nearly all distinct, where a dictionary is built only to be dropped:
+# encoding every column so cost 2.0 us per row on bench-1024vm's tables, these only 0.5 us, and
+# the files came out 22% smaller.
+_DICTIONARY_COLUMNS = frozenset({
+    "time_s", "vm", "vm_id", "vcpu", "vcpus", "shares", "reservation_mhz", "limit_mhz", "pcpus",
+    "capacity_mhz", "powered_on_vms",
+})
+
 # Fixed Parquet writer options: same table -> same bytes. pyarrow writes its own version into
-# the file's ``created_by``; that is constant on a machine.
+# the file's ``created_by``; that is constant on a machine. zstd level 1: a quarter less CPU
+# than level 3 for 1% larger files on bench-1024vm's tables.
 _PARQUET_OPTIONS: dict[str, Any] = {
     "version": "2.6",
     "compression": "zstd",
-    "compression_level": 3,
-    "use_dictionary": True,
+    "compression_level": 1,
     "write_statistics": True,
     "data_page_version": "1.0",
     "store_schema": True,
@@ -477,8 +486,9 @@ class ResultsWriter:
                 raise ValueError(f"table name {name!r} is not allowed (expected [a-z_][a-z0-9_]*, "
                                  "not 'manifest')")
             with self._failing():
+                dictionary = [c for c in table.schema.names if c in _DICTIONARY_COLUMNS]
                 self._writers[name] = pq.ParquetWriter(self._tmp / f"{name}.parquet", table.schema,
-                                                       **_PARQUET_OPTIONS)
+                                                       use_dictionary=dictionary, **_PARQUET_OPTIONS)
             self._pending[name], self._buffered[name], self.rows[name] = [], 0, 0
         elif table.schema != self._writers[name].schema:
             raise ValueError(f"table {name!r}: schema {table.schema} differs from the first piece's "
