@@ -304,3 +304,18 @@ def warn_limits(sc: Scenario) -> None:
     """Issue a :class:`ScenarioWarning` per vSphere maximum ``sc`` exceeds."""
     for w in limit_warnings(sc):
         warnings.warn(str(w), ScenarioWarning, stacklevel=3)
+
+
+def check_duration_override(sc: Scenario, duration_ns: int, path: str = "--duration") -> None:
+    """Raise a ScenarioError if running ``sc`` for ``duration_ns`` instead of its own duration
+    crosses a bound (the clock's range, the result-row ceiling); the message names ``path``.
+
+    For callers that override the duration after loading (``vmtwin run --duration``,
+    ``Simulation(duration=...)``): the scenario's own duration was checked when it was loaded.
+    """
+    from vmtwin.scenario.shown import bounded_error
+
+    probe = sc.model_copy(update={"duration": duration_ns})
+    for err in limit_errors(probe):
+        if err.path in ("duration", "sample_interval"):
+            raise bounded_error(path, _dur(duration_ns), err.allowed)
