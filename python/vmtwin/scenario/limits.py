@@ -300,10 +300,11 @@ def limit_warnings(sc: Scenario) -> list[LimitWarning]:
     return out
 
 
-def warn_limits(sc: Scenario) -> None:
-    """Issue a :class:`ScenarioWarning` per vSphere maximum ``sc`` exceeds."""
+def warn_limits(sc: Scenario, stacklevel: int = 2) -> None:
+    """Issue a :class:`ScenarioWarning` per vSphere maximum ``sc`` exceeds (``stacklevel`` as in
+    :func:`warnings.warn`, counted from the caller of this function)."""
     for w in limit_warnings(sc):
-        warnings.warn(str(w), ScenarioWarning, stacklevel=3)
+        warnings.warn(str(w), ScenarioWarning, stacklevel=stacklevel + 1)
 
 
 def check_duration_override(sc: Scenario, duration_ns: int, path: str = "--duration") -> None:

@@ -22,7 +22,8 @@ from vmtwin.scenario.yaml_loader import load_yaml
 # --------------------------------------------------------------------------------------------
 
 
-def parse_scenario(source: Union[str, dict], base_dir: Union[str, Path, None] = None, *, name: str = "<scenario>") -> Scenario:
+def parse_scenario(source: Union[str, dict], base_dir: Union[str, Path, None] = None, *, name: str = "<scenario>",
+                   _warn_depth: int = 0) -> Scenario:
     """Validate a scenario given as YAML text or as an already-parsed dict.
 
     Parameters
@@ -67,7 +68,7 @@ def parse_scenario(source: Union[str, dict], base_dir: Union[str, Path, None] = 
                                 "a scenario mapping of at most a few levels") from None
     sc._base_dir = Path(base_dir) if base_dir is not None else None
     sc.load_traces()
-    warn_limits(sc)
+    warn_limits(sc, stacklevel=2 + _warn_depth)  # the warning points at the caller's line
     return sc
 
 
@@ -95,7 +96,7 @@ def load_scenario(path: Union[str, Path]) -> Scenario:
     """
     p = _trace_io.checked_path(path, "the scenario file")
     text = _trace_io.read_text_file(p, "scenario file", max_bytes=MAX_SCENARIO_BYTES)
-    return parse_scenario(text, base_dir=p.resolve().parent, name=str(p))
+    return parse_scenario(text, base_dir=p.resolve().parent, name=str(p), _warn_depth=1)
 
 
 def scenario_json_schema() -> dict:
