@@ -65,10 +65,6 @@ class Policy:
     def static(cls, batch: int, label: str = "") -> "Policy":
         return cls("static", batch=batch, label=label)
 
-    @classmethod
-    def adaptive(cls, config: Optional[VatmConfig] = None, label: str = "vatm") -> "Policy":
-        return cls("vatm", vatm=config or VatmConfig(), label=label)
-
 
 @dataclass(frozen=True)
 class Round:
@@ -108,10 +104,9 @@ class RunResult:
 
 
 class _RoundRunner:
-    def __init__(self, vc: Vcenter, policy: Policy, times: Sequence[float]) -> None:
+    def __init__(self, vc: Vcenter, policy: Policy) -> None:
         self.vc = vc
         self.policy = policy
-        self.times = times
         self.ctrl = VatmController(policy.vatm) if policy.kind == "vatm" else None
         self.queue: deque[int] = deque()
         self.rounds: list[Round] = []
@@ -183,7 +178,7 @@ def run_stream(stream: TaskStream, policy: Policy, params: Optional[VcenterParam
     params = params or VcenterParams()
     op_list, task_ops = _ops_table(stream, ops)
     vc = Vcenter(params, op_list, task_ops, list(stream.times), seed)
-    runner = _RoundRunner(vc, policy, stream.times)
+    runner = _RoundRunner(vc, policy)
     vc.run()
     done = np.array(vc.done_time)
     arrivals = np.array(stream.times)

@@ -44,8 +44,8 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from dataclasses import dataclass, field, replace
-from typing import Callable, Optional
+from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -134,9 +134,6 @@ class VcenterParams:
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and v >= 0 and np.isfinite(v)):
                 raise scenario_error(f"platform.{name}", v, "a number >= 0")
-
-    def with_(self, **changes) -> "VcenterParams":
-        return replace(self, **changes)
 
 
 class Inventory:
