@@ -265,7 +265,7 @@ def test_output_that_is_a_file_is_refused(cli, tmp_path):
     assert out.read_text() == "keep me"
 
 
-def test_results_folder_is_replaced_but_survives_a_failed_run(cli, tmp_path):
+def test_results_folder_is_replaced_with_force_and_survives_a_failed_run(cli, tmp_path):
     scenario = tmp_path / "ok.yaml"
     scenario.write_text(OK_SCENARIO)
     out = tmp_path / "out"
@@ -277,8 +277,10 @@ def test_results_folder_is_replaced_but_survives_a_failed_run(cli, tmp_path):
     bad.write_text(OK_SCENARIO.replace("duty: 0.5", "duty: 5"))
     assert_user_error(cli("run", bad, "-o", out), "vms[0].workload.duty: got 5")
     assert tree(out) == first
-    # a successful run replaces a results folder
-    assert cli("run", scenario, "-o", out, "-q", "--seed", "2").returncode == 0
+    # an earlier run's results are replaced only with --force
+    assert_user_error(cli("run", scenario, "-o", out, "-q", "--seed", "2"), "--force")
+    assert tree(out) == first
+    assert cli("run", scenario, "-o", out, "-q", "--seed", "2", "--force").returncode == 0
     assert tree(out)["vm.parquet"] != first["vm.parquet"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.yaml", "ok.yaml", "out"]
 
