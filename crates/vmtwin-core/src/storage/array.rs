@@ -41,8 +41,8 @@ use crate::sim::{ns, Time};
 #[derive(Debug, Clone)]
 struct Controller {
     engines: ServerPool,
-    /// tag (chunk number + 1) per slot, 0 = empty
-    cache: Vec<u64>,
+    /// tag (hash of LUN and chunk, never 0) per slot, 0 = empty
+    cache: Vec<u32>,
     hits: u64,
     misses: u64,
 }
@@ -85,15 +85,18 @@ impl FlashArray {
     }
 
     fn lookup_fill(c: &mut Controller, chunks: std::ops::RangeInclusive<u64>, lun: u32) -> bool {
-        let slots = c.cache.len() as u64;
+        let slots = c.cache.len() as u128;
         let mut hit = true;
         for ch in chunks {
-            // LUNs share the cache: mix the LUN into the tag and the slot.
-            let tag = (ch ^ (u64::from(lun) << 48)).wrapping_add(1);
-            let slot = (tag.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 16) % slots;
-            if c.cache[slot as usize] != tag {
+            // LUNs share the cache: the LUN is mixed into the hash. The slot comes from the high
+            // bits (multiply-shift instead of a division), the 32-bit tag from the low ones; two
+            // chunks share slot and tag with probability ~2^-32, a negligible false hit.
+            let h = (ch ^ (u64::from(lun) << 40)).wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            let slot = ((u128::from(h) * slots) >> 64) as usize;
+            let tag = (h as u32) | 1;
+            if c.cache[slot] != tag {
                 hit = false;
-                c.cache[slot as usize] = tag;
+                c.cache[slot] = tag;
             }
         }
         hit

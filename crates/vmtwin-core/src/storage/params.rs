@@ -137,7 +137,9 @@ pub struct ArraySpec {
     /// forwarded over the inter-controller link), in ns. Default 100 µs: chosen ([P] §2: AUO
     /// paths have "higher service time").
     pub hop_ns: Time,
-    /// Read-cache slots per controller (direct mapped), dimensionless. Default 65,536: chosen.
+    /// Read-cache slots per controller (direct mapped), dimensionless. Default 16,384 (1 GiB of
+    /// 64 kB chunks): chosen, larger than the PSP paper's 16 x 100 MB LUNs, as a flash array's
+    /// DRAM cache would be.
     pub cache_slots: u32,
     /// Bytes per cache slot. Default 64 kB: chosen.
     pub cache_chunk_bytes: u32,
@@ -154,7 +156,7 @@ impl ArraySpec {
             backend_read_ns: 150 * NS_PER_US,
             mirror_ns: 40 * NS_PER_US,
             hop_ns: 100 * NS_PER_US,
-            cache_slots: 65_536,
+            cache_slots: 16_384,
             cache_chunk_bytes: 64 * 1024,
         }
     }

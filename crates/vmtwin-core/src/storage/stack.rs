@@ -420,7 +420,7 @@ impl Storage {
         match ev {
             StorageEvent::DeviceDone { lun, cmd, attempt } => self.device_done(now, lun, cmd, attempt, sched),
             StorageEvent::HeadFree { lun } => self.head_free(now, lun, sched),
-            StorageEvent::Issue { gen } => self.gen_wake(now, gen, sched),
+            StorageEvent::Issue { gen } => self.gen_wake(now, gen, true, sched),
             StorageEvent::PspWindow { lun } => {
                 let l = &mut self.luns[lun as usize];
                 let w = std::mem::take(&mut l.window);
@@ -441,7 +441,8 @@ impl Storage {
         self.dispatch(now, self.disks[disk as usize].lun, sched);
     }
 
-    fn gen_wake(&mut self, now: Time, g: u32, sched: &mut impl IoScheduler) {
+    /// Generator `g` issues; the LUN dispatches unless the caller will (a completion does).
+    fn gen_wake(&mut self, now: Time, g: u32, dispatch: bool, sched: &mut impl IoScheduler) {
         let gen = &mut self.gens[g as usize];
         let disk = gen.disk;
         let mut reqs = std::mem::take(&mut self.scratch_req);
@@ -456,7 +457,9 @@ impl Storage {
         if let Some(t) = next {
             sched.at(t, StorageEvent::Issue { gen: g });
         }
-        self.dispatch(now, self.disks[disk as usize].lun, sched);
+        if dispatch {
+            self.dispatch(now, self.disks[disk as usize].lun, sched);
+        }
     }
 
     fn alloc_cmd(&mut self) -> u32 {
@@ -750,7 +753,8 @@ impl Storage {
                 Owner::Gen(g) => {
                     if let Some(t) = self.gens[g as usize].completed(now, par.op, par.len, now - par.issued) {
                         if t == now {
-                            self.gen_wake(now, g, sched);
+                            let other_lun = self.disks[self.gens[g as usize].disk as usize].lun != l;
+                            self.gen_wake(now, g, other_lun, sched);
                         } else {
                             sched.at(t, StorageEvent::Issue { gen: g });
                         }
