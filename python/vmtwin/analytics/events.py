@@ -83,6 +83,9 @@ def validate_events(events: Iterable[Event], source: str = "events") -> list[Eve
             v = getattr(e, name)
             if not isinstance(v, str) or not v:
                 raise scenario_error(f"{source}[{i}].{name}", v, "a non-empty string")
+        if ":" in e.resource:
+            raise scenario_error(f"{source}[{i}].resource", e.resource, "a name without ':' (event names are "
+                                 "resource:attribute:symptom)")
         if not math.isfinite(e.start):
             raise scenario_error(f"{source}[{i}].start", e.start, "a finite time")
         if e.end is not None and not (math.isfinite(e.end) and e.end >= e.start):

@@ -14,6 +14,8 @@ Accepted inputs (:func:`read_metrics`):
   ``host`` and the ``vm`` table per VM name, every numeric counter a metric; time is the
   simulated seconds.
 
+Resource names may not contain ``:`` (event names are ``resource:metric:symptom``).
+
 Times: ISO 8601 strings (an explicit offset such as ``+02:00`` or ``Z`` is honoured; naive times
 are in ``tz``, default UTC) or epoch seconds (numbers). An unreadable time is an error naming the
 file, row and value. Values: empty cells are missing (NaN) and are skipped downstream; a cell that
@@ -232,5 +234,10 @@ def read_metrics(path: str | Path, form: str = "auto", header_rows: Optional[int
         names = {str(c).strip().lower() for c in df.columns} if rows == 1 else set()
         is_long = form == "long" or (form == "auto" and rows == 1 and set(LONG_COLUMNS) <= names)
         out = _long(df, str(path), tz) if is_long else _wide(df, str(path), tz, rows)
+    colon = out["resource"].astype(str).str.contains(":", regex=False)
+    if colon.any():
+        bad = str(out["resource"][colon].iloc[0])
+        raise scenario_error(f"{path}: resource", bad, "a resource name without ':' (it separates resource, "
+                             "metric and symptom in event names)")
     out = out.groupby(["resource", "metric", "time_s"], sort=True, as_index=False)["value"].mean()
     return out[["time_s", "resource", "metric", "value"]]

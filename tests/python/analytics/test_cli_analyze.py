@@ -67,6 +67,22 @@ def test_analyze_metrics(data, capsys):
     assert s["train"]["events"] > 0 and s["historic_lists"]
 
 
+def test_topology_file(data, capsys, tmp_path):
+    d, syn, outage = data
+    split = pd.Timestamp(syn.t_split, unit="s", tz="UTC").isoformat()
+    at = pd.Timestamp(outage.time, unit="s", tz="UTC").isoformat()
+    topo = tmp_path / "deps.csv"
+    topo.write_text("upstream,downstream\n" + "".join(f"{a},{b}\n" for a, b in syn.topology))
+    args = ["analyze", d / "events.csv", "--events", "--train-end", split, "--at", at]
+    r = in_process(capsys, *args, "--topology", topo, "--json", tmp_path / "t.json")
+    assert r.returncode == 0, r.stderr
+    s = json.loads((tmp_path / "t.json").read_text())
+    assert outage.root_resource in [c["resource"] for c in s["root_causes"][:3]]
+    topo.write_text("from,to\na,b\n")
+    r = in_process(capsys, *args, "--topology", topo, "--json", tmp_path / "u.json")
+    assert r.returncode == 2 and "upstream,downstream" in r.stderr and not (tmp_path / "u.json").exists()
+
+
 @pytest.mark.parametrize("name, text, extra, message", [
     ("malformed.csv", "timestamp,resource,metric,value\n2024-01-01,a,cpu,1\n2024-01-01,a,cpu,1,9\n", [], "malformed CSV"),
     ("unknown.csv", "timestamp,resource,metric,value,site\n2024-01-01,a,cpu,1,x\n", [], "column 'site'"),

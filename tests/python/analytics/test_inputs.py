@@ -61,6 +61,7 @@ def test_parquet_long_form(tmp_path):
     ("timestamp,resource,metric,value\nyesterday,a,cpu,1\n", "row 2, column timestamp: got 'yesterday'"),
     ("timestamp,cpu\n2024-01-01,1\n", "column 'cpu'"),
     ("timestamp,resource,metric,value\n2024-01-01,a,cpu,1,extra,fields\n", "malformed CSV"),
+    ("timestamp,resource,metric,value\n2024-01-01,esx:01,cpu,1\n", "resource: got 'esx:01'"),
 ])
 def test_bad_files_name_the_problem(tmp_path, text, message):
     with pytest.raises(ScenarioError, match=message):
