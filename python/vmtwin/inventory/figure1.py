@@ -19,7 +19,6 @@ def figure1_inventory() -> Inventory:
     inv.add_node("Datastore", "ds", "DS")
     inv.add_node("Network", "net", "VM Network")
     inv.add_node("VMDK", "vmdk", "VMDK")  # the shared base disk
-    inv.add_edge("member", "vmdk", "ds")
     for c in (1, 2):
         inv.add_node("Cluster", f"c{c}", f"Cluster {c}")
         inv.add_edge("member", f"c{c}", "dc")
@@ -29,11 +28,10 @@ def figure1_inventory() -> Inventory:
             inv.add_edge(rel, f"h{c}", group)
         for v in (2 * c - 1, 2 * c):
             inv.add_node("VM", f"v{v}", f"V{v}")
-            inv.add_edge("follow", f"h{c}", f"v{v}")
+            inv.place_vm(f"h{c}", f"v{v}", f"c{c}")
             inv.add_edge("member", f"v{v}", "net")
             inv.add_node("VMDK", f"v{v}-disk", f"V{v}.vmdk")  # each VM's own (delta) disk
-            inv.add_edge("member", f"v{v}-disk", "ds")
-            inv.add_edge("follow", f"v{v}", f"v{v}-disk")
+            inv.place_disk(f"v{v}", f"v{v}-disk", "ds")
     for v in ("v2", "v3"):
-        inv.add_edge("follow", v, "vmdk")
+        inv.place_disk(v, "vmdk", "ds")
     return inv

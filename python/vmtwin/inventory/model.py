@@ -17,9 +17,13 @@ Graph Databases" (VMware Technical Journal, 2013), with its inconsistencies reso
                 a linked clone follows every disk of its chain, so a base disk is followed by
                 all its clones).
   ``member``    X belongs to group Y: host -> cluster, datacenter (standalone hosts), network,
-                datastore; VM -> network; VMDK -> datastore (a VM is on a datastore through
-                its VMDKs only, the paper's second disaster-recovery variant); cluster ->
-                datacenter; datacenter -> vCenter; datastore -> storage array.
+                datastore; VM -> network, datastore (each datastore holding one of its disks,
+                a linked clone's base disk included), cluster (its host's); VMDK ->
+                datastore; cluster -> datacenter; datacenter -> vCenter; datastore ->
+                storage array. The paper has VMs and VMDKs both in datastore groups and
+                clusters as groups (Sec. 1, Figure 1); the sources keep a VM's datastore and
+                cluster memberships consistent with its disks and host
+                (:meth:`Inventory.place_disk`, :meth:`Inventory.place_vm`).
   ``uses``      a human user's link to an entity, with ``role`` ``"user"`` (uses the VM, the
                 paper's user-follows-VM) or ``"admin"`` (holds a permission on a VM or
                 datastore, which the admin-access question needs and the paper's schema lacks).
@@ -48,7 +52,8 @@ REL_TYPES: dict[str, tuple[tuple[str, str], ...]] = {
     "follow": (("VCenter", "Host"), ("Host", "VM"), ("VM", "VMDK")),
     "member": (
         ("Host", "Cluster"), ("Host", "Datacenter"), ("Host", "Network"), ("Host", "Datastore"),
-        ("VM", "Network"), ("VMDK", "Datastore"), ("Cluster", "Datacenter"),
+        ("VM", "Network"), ("VM", "Datastore"), ("VM", "Cluster"), ("VMDK", "Datastore"),
+        ("Cluster", "Datacenter"),
         ("Datacenter", "VCenter"), ("Datastore", "StorageArray"),
     ),
     "uses": (("User", "VM"), ("User", "Datastore")),
@@ -114,6 +119,19 @@ class Inventory:
             return
         self._seen.add(key)
         self.edges.setdefault((rel, *pair), []).append((src, dst, role))
+
+    def place_disk(self, vm: str, disk: str, datastore: str | None) -> None:
+        """The VM follows the disk; the disk, and so the VM, are on the datastore."""
+        self.add_edge("follow", vm, disk)
+        if datastore is not None:
+            self.add_edge("member", disk, datastore)
+            self.add_edge("member", vm, datastore)
+
+    def place_vm(self, host: str, vm: str, cluster: str | None) -> None:
+        """The host runs the VM; the VM is in the host's cluster (None: a standalone host)."""
+        self.add_edge("follow", host, vm)
+        if cluster is not None:
+            self.add_edge("member", vm, cluster)
 
     def of_type(self, type_: str) -> list[str]:
         """The uuids of one node type, in insertion order."""

@@ -121,10 +121,10 @@ _QUERIES = [
         "crowded-datastores",
         "Are any of my datastores overloaded with too many VMs?",
         "4.1 (\"the query is similar\") and 5 (the natural-language example)",
-        "MATCH (v:VM)-[:follow]->(:VMDK)-[:member]->(s:Datastore) WITH s, count(DISTINCT v) AS vms "
+        "MATCH (v:VM)-[:member]->(s:Datastore) WITH s, count(v) AS vms "
         "WHERE vms > $min_vms RETURN s.name AS datastore, s.uuid AS uuid, vms ORDER BY vms DESC, uuid",
         {"min_vms": Param(int, 100, "a VM count, 0 or more (datastores above it)")},
-        note="no paper query; a VM is on a datastore when one of its VMDKs is; "
+        note="no paper query; VMs are datastore members (one of their disks is on it); "
              "the default threshold 100 is vmtwin's (the paper gives none)",
     ),
     NamedQuery(
@@ -142,13 +142,14 @@ _QUERIES = [
         "disaster-recovery",
         "Which VMs are affected if datastore X and network Y fail together (a converged fabric)?",
         "4.2.2 disaster recovery",
-        "MATCH (s:Datastore)<-[:member]-(:VMDK)<-[:follow]-(v:VM)-[:member]->(n:Network) "
+        "MATCH (s:Datastore)<-[:member]-(v:VM)-[:member]->(n:Network) "
         "WHERE (s.uuid = $datastore OR s.name = $datastore) AND (n.uuid = $network OR n.name = $network) "
         "RETURN DISTINCT v.name AS vm, v.uuid AS uuid ORDER BY uuid",
         {"datastore": _entity("datastore"), "network": _entity("network")},
-        paper='start a=node:names(uuid="X"), b=node:names(uuid="Y") match a-[:member]-c, '
-              'c-[:following]-d-[:member]-b where c.type = "VM" and d.type = "VMDK" return distinct(c)',
-        note="the paper's VMDK variant (VMDKs are the only datastore members of the VM side)",
+        paper='start a=node:names(uuid="X"),b=node:names(uuid="Y") match a-[:member]-c '
+              'where b-[:member]-c and c.type = "VM" return c',
+        note="the paper's first form (VMs are members of both groups); its second form, through the "
+             "VMDKs, gives the same VMs here because sources add a VM to its disks' datastores",
     ),
     NamedQuery(
         "linked-clone-policy",
@@ -165,11 +166,11 @@ _QUERIES = [
         "cross-cluster-vmdk",
         "Are there VMs that reside in different clusters but share a VMDK?",
         "2 (Figure 1), posed without a query",
-        "MATCH (c1:Cluster)<-[:member]-(:Host)-[:follow]->(v:VM)-[:follow]->(d:VMDK)"
-        "<-[:follow]-(w:VM)<-[:follow]-(:Host)-[:member]->(c2:Cluster) WHERE c1.uuid <> c2.uuid AND v.uuid <> w.uuid "
+        "MATCH (c1:Cluster)<-[:member]-(v:VM)-[:follow]->(d:VMDK)<-[:follow]-(w:VM)-[:member]->(c2:Cluster) "
+        "WHERE c1.uuid <> c2.uuid AND v.uuid <> w.uuid "
         "RETURN DISTINCT v.name AS vm, v.uuid AS uuid, d.name AS vmdk, d.uuid AS vmdk_uuid, c1.name AS cluster "
         "ORDER BY uuid, vmdk_uuid, cluster",
-        note="one row per VM and shared disk; a VM's cluster is its host's",
+        note="one row per VM, shared disk and cluster; clusters are groups VMs are members of (Sec. 1)",
     ),
     NamedQuery(
         "admin-access",
@@ -185,7 +186,7 @@ _QUERIES = [
         "multi-array-vms",
         "Which VMs have disks that span multiple storage arrays?",
         "1, posed without a query",
-        "MATCH (v:VM)-[:follow]->(:VMDK)-[:member]->(:Datastore)-[:member]->(a:StorageArray) "
+        "MATCH (v:VM)-[:member]->(:Datastore)-[:member]->(a:StorageArray) "
         "WITH v, count(DISTINCT a) AS arrays WHERE arrays > 1 "
         "RETURN v.name AS vm, v.uuid AS uuid, arrays ORDER BY arrays DESC, uuid",
         note="the paper asks how many: the row count",
@@ -195,8 +196,7 @@ _QUERIES = [
         "Which datastores are most critical (the most VMs and hosts on them)?",
         "1, posed without a query",
         "MATCH (s:Datastore) "
-        "OPTIONAL MATCH (s)<-[:member]-(:VMDK)<-[:follow]-(v:VM) WITH s, count(DISTINCT v) AS vms "
-        "OPTIONAL MATCH (s)<-[:member]-(h:Host) WITH s, vms, count(DISTINCT h) AS hosts "
+        "WITH s, COUNT { MATCH (s)<-[:member]-(:VM) } AS vms, COUNT { MATCH (s)<-[:member]-(:Host) } AS hosts "
         "RETURN s.name AS datastore, s.uuid AS uuid, vms, hosts, vms + hosts AS dependents "
         "ORDER BY dependents DESC, uuid LIMIT $limit",
         {"limit": Param(int, HOT_SPOT_LIMIT, "a count of datastores, 0 or more")},
@@ -206,7 +206,7 @@ _QUERIES = [
         "vms-on-datastore",
         "Find all VMs in a datastore.",
         "4.2.2 (\"all VMs that share a certain network or datastore\")",
-        "MATCH (s:Datastore)<-[:member]-(:VMDK)<-[:follow]-(v:VM) WHERE s.uuid = $datastore OR s.name = $datastore "
+        "MATCH (s:Datastore)<-[:member]-(v:VM) WHERE s.uuid = $datastore OR s.name = $datastore "
         "RETURN DISTINCT v.name AS vm, v.uuid AS uuid ORDER BY uuid",
         {"datastore": _entity("datastore")},
     ),

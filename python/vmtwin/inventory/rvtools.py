@@ -118,7 +118,7 @@ def rvtools_inventory(folder: str | Path, *, ignore_extra_columns: bool = False)
         vm_of[(vc, r["VM"])] = vm
         host = b.host(r)
         b.host_of[vm] = host
-        inv.add_edge("follow", host, vm)
+        inv.place_vm(host, vm, b.cluster_of.get(host))
         for col, value in r.items():
             if _NETWORK_COLUMN.match(col) and value:
                 b.network(vc, value, vm, host)
@@ -135,8 +135,7 @@ def rvtools_inventory(folder: str | Path, *, ignore_extra_columns: bool = False)
             raise VmtwinError(f"{paths['vDisk']}:{line}: column 'Path' is {r['Path']!r}; "
                               "allowed: a datastore path such as '[datastore1] vm/vm.vmdk'")
         disk = inv.add_node("VMDK", f"vmdk:{vc}/{r['Path']}", r["Path"])
-        inv.add_edge("follow", vm, disk)
-        inv.add_edge("member", disk, b.datastore(vc, m["ds"]))
+        inv.place_disk(vm, disk, b.datastore(vc, m["ds"]))
     for line, r in sheets["vDatastore"]:
         vc = b.vcenter(r)
         ds = b.datastore(vc, r["Name"])
@@ -156,6 +155,7 @@ class _Builder:
         self.inv = inv
         self.hosts: dict[tuple[str, str], str] = {}
         self.host_of: dict[str, str] = {}
+        self.cluster_of: dict[str, str] = {}
 
     def vcenter(self, r: dict[str, str]) -> str:
         name = r.get("VI SDK Server") or DEFAULT_VCENTER
@@ -179,6 +179,7 @@ class _Builder:
         if r.get("Cluster"):
             cl = self._named("Cluster", f"cluster:{vc}/{r.get('Datacenter', '')}/{r['Cluster']}", r["Cluster"])
             self.inv.add_edge("member", host, cl)
+            self.cluster_of[host] = cl
             if dc:
                 self.inv.add_edge("member", cl, dc)
         elif dc:

@@ -142,15 +142,13 @@ def _datacenter(inv, rng, spec, node, vc, n_hosts) -> list[tuple[str, str, str, 
             w = np.array([ds_weight[d] for d in h_ds])
             for _ in range(rng.poisson(spec.vms_per_host)):
                 v = node("VM", "vm")
-                inv.add_edge("follow", h, v)
+                inv.place_vm(h, v, cl)
                 for net in _weighted(rng, h_nets, np.ones(len(h_nets)), 1 + (rng.random() < 0.2)):
                     inv.add_edge("member", v, net)
                 placed = []
                 for _ in range(1 + rng.poisson(spec.extra_disk_mean)):
-                    d = node("VMDK", "vmdk")
-                    inv.add_edge("follow", v, d)
                     placed.append(h_ds[rng.choice(len(h_ds), p=w / w.sum())])
-                    inv.add_edge("member", d, placed[-1])
+                    inv.place_disk(v, node("VMDK", "vmdk"), placed[-1])
                 vms.append((v, h, cl, placed[0]))
     return vms
 
@@ -174,9 +172,8 @@ def _linked_clones(inv, rng, spec, node, vms) -> None:
         if len(family) < 2:
             continue
         base = node("VMDK", "base")  # on the datastore of the first clone's own disk
-        inv.add_edge("member", base, vms[family[0]][3])
         for j in family:
-            inv.add_edge("follow", vms[j][0], base)
+            inv.place_disk(vms[j][0], base, vms[family[0]][3])
 
 
 def _users(inv, rng, spec, node, vms) -> None:

@@ -101,7 +101,7 @@ def _host(inv: Inventory, key, vc: str, group: str, h) -> list:
         inv.add_edge("member", host, inv.add_node("Datastore", key("ds", ds), ds.name))
     for v in h.vm:
         vm = inv.add_node("VM", key("vm", v), v.name)
-        inv.add_edge("follow", host, vm)
+        inv.place_vm(host, vm, group if inv.nodes[group][0] == "Cluster" else None)
         targets.append((v, "vm"))
         for net in v.network:
             inv.add_edge("member", vm, inv.add_node("Network", key("net", net), net.name))
@@ -113,9 +113,8 @@ def _host(inv: Inventory, key, vc: str, group: str, h) -> list:
             backing = dev.backing
             while backing is not None and getattr(backing, "fileName", None):
                 disk = inv.add_node("VMDK", f"vmdk:{key.vc_id}/{backing.fileName}", backing.fileName)
-                inv.add_edge("follow", vm, disk)
-                if backing.datastore is not None:
-                    ds = inv.add_node("Datastore", key("ds", backing.datastore), backing.datastore.name)
-                    inv.add_edge("member", disk, ds)
+                ds = None if backing.datastore is None else inv.add_node(
+                    "Datastore", key("ds", backing.datastore), backing.datastore.name)
+                inv.place_disk(vm, disk, ds)
                 backing = getattr(backing, "parent", None)
     return targets

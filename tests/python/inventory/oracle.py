@@ -45,7 +45,7 @@ class Oracle:
         return n == key or self.name(n) == key
 
     def vms_on_ds(self, s):
-        return {v for d in self.into(s, "member", "VMDK") for v in self.into(d, "follow", "VM")}
+        return set(self.into(s, "member", "VM"))
 
     # the named queries -------------------------------------------------------------------------
     def single_network_hosts(self):
@@ -85,7 +85,7 @@ class Oracle:
         return [[self.name(d), d, k] for k, d in rows]
 
     def clusters_of(self, vm):
-        return {c for h in self.into(vm, "follow", "Host") for c in self.out(h, "member", "Cluster")}
+        return set(self.out(vm, "member", "Cluster"))
 
     def cross_cluster_vmdk(self):
         rows = set()
@@ -106,8 +106,7 @@ class Oracle:
     def multi_array_vms(self):
         rows = []
         for v in self.of("VM"):
-            arrays = {a for d in self.out(v, "follow", "VMDK") for s in self.out(d, "member", "Datastore")
-                      for a in self.out(s, "member", "StorageArray")}
+            arrays = {a for s in self.out(v, "member", "Datastore") for a in self.out(s, "member", "StorageArray")}
             if len(arrays) > 1:
                 rows.append((len(arrays), v))
         rows.sort(key=lambda r: (-r[0], r[1]))

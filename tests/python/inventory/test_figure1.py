@@ -35,9 +35,10 @@ def test_the_shared_disk_is_not_in_breach_of_the_clone_policy_until_the_limit_is
 
 
 def test_hand_worked_answers(fig1):
-    # each host: vCenter follows it, it follows 2 VMs, joins its cluster, the datastore, the network = 6
-    hot = run(fig1, "dependency-hot-spots", limit=3)
-    assert [(r["entity"], r["dependencies"]) for r in hot] == [("H1", 6), ("H2", 6), ("V2", 4)]
+    # a host: vCenter follows it, it follows 2 VMs, joins its cluster, the datastore, the network = 6;
+    # V2: its host, its own disk and the base disk, the network, the datastore, its cluster = 6; V1: 5
+    hot = run(fig1, "dependency-hot-spots", limit=4)
+    assert [(r["entity"], r["dependencies"]) for r in hot] == [("H1", 6), ("H2", 6), ("V2", 6), ("V3", 6)]
     assert [r["host"] for r in run(fig1, "single-network-hosts")] == ["H1", "H2"]
     assert run(fig1, "overloaded-datastores", min_vmdks=4) == [{"datastore": "DS", "uuid": "ds", "vmdks": 5}]
     assert run(fig1, "overloaded-datastores", min_vmdks=5) == []
