@@ -175,3 +175,25 @@ def fit(events: Sequence[Event], t0: float, t1: float, params: AeceParams = Aece
         apply_topology(g, topology)
     lists = historical_lists(g, params.impact_order, params.list_order, params.rank_by)
     return Model(params, co, g, lists, t0, t1)
+
+
+def persistent_bottlenecks(events: Sequence[Event], t0: float, t1: float, params: AeceParams = AeceParams(),
+                           windows: int = 4, min_windows: int = 3) -> dict[str, int]:
+    """Bottleneck resources that persist: flagged in at least ``min_windows`` of ``windows`` equal
+    slices of [t0, t1) (the paper's "persisting presence in network failures", extraction 2C-9).
+
+    Returns {resource: number of slices it was flagged in}, for those reaching ``min_windows``.
+    A slice without events is skipped (it counts as not flagged).
+    """
+    if not 1 <= min_windows <= windows:
+        raise ValueError(f"min_windows: got {min_windows!r}; allowed: an integer from 1 to windows ({windows})")
+    counts: dict[str, int] = {}
+    width = (t1 - t0) / windows
+    for w in range(windows):
+        a, b = t0 + w * width, t0 + (w + 1) * width
+        if not any(a <= e.start < b for e in events):
+            continue
+        flagged = {r for lst in fit(events, a, b, params).bottlenecks() for r in lst}
+        for r in flagged:
+            counts[r] = counts.get(r, 0) + 1
+    return {r: n for r, n in sorted(counts.items()) if n >= min_windows}
