@@ -317,8 +317,9 @@ def vm_entitlement_figure(vm: pd.DataFrame, host: pd.DataFrame, ids: list[int] |
     return fig
 
 
-def pool_figure(usage: pd.DataFrame, order: list[str], n: int = TOP_N) -> go.Figure:
-    """Usage and entitlement over time per resource pool.
+def pool_figure(usage: pd.DataFrame, order: list[str], limits: dict[str, float] | None = None,
+                n: int = TOP_N) -> go.Figure:
+    """Usage (against the pool's limit, dashed) and entitlement over time per resource pool.
 
     Parameters
     ----------
@@ -328,6 +329,8 @@ def pool_figure(usage: pd.DataFrame, order: list[str], n: int = TOP_N) -> go.Fig
     order : list of str
         The scenario's pools (not the root), in legend order (the caller puts the busiest
         first); at most ``n`` drawn.
+    limits : dict of str to float, optional
+        CPU limit (MHz) of the pools that have one, drawn as a dashed line in the pool's colour.
     n : int
         Pools drawn.
 
@@ -337,13 +340,18 @@ def pool_figure(usage: pd.DataFrame, order: list[str], n: int = TOP_N) -> go.Fig
     """
     shown = order[:n]
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.12,
-                        subplot_titles=("Usage (MHz, sum over the pool's VMs)",
+                        subplot_titles=("Usage (MHz, sum over the pool's VMs; dashed: the pool's limit)",
                                         "Entitlement (MHz, sum over the pool's VMs)"))
     for k, pool in enumerate(shown):
         g = usage[usage["pool"] == pool].sort_values("time_s", kind="stable")
         t = g["time_s"].to_numpy()
         fig.add_trace(go.Scatter(x=t, y=g["used_mhz"].to_numpy(), name=pool, legendgroup=pool, mode="lines",
                                  line={"color": PALETTE[k]}), row=1, col=1)
+        limit = (limits or {}).get(pool)
+        if limit is not None and len(t):
+            fig.add_trace(go.Scatter(x=[t[0], t[-1]], y=[limit, limit], name=f"{pool} limit", legendgroup=pool,
+                                     showlegend=False, mode="lines",
+                                     line={"color": PALETTE[k], "dash": "dash", "width": 1.5}), row=1, col=1)
         fig.add_trace(go.Scatter(x=t, y=g["entitlement_mhz"].to_numpy(), name=f"{pool} entitlement",
                                  legendgroup=pool, showlegend=False, mode="lines",
                                  line={"color": PALETTE[k]}), row=2, col=1)

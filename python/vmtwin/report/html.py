@@ -306,7 +306,8 @@ def render_report(
         figures.vcpu_ready_figure(vcpu),
         figures.vm_limit_figure(vm),
         figures.vm_entitlement_figure(vm, host, shown),
-        figures.pool_figure(usage, pool_order),
+        figures.pool_figure(usage, pool_order, {str(r["pool"]): float(r["limit_mhz"])
+                                                for r in pools.to_dict("records") if not math.isnan(r["limit_mhz"])}),
     ]
     ids = list(FIGURE_IDS)
     compare_html: list[str] = []

@@ -187,3 +187,29 @@ def test_ctrl_c_at_random_moments(tmp_path):
     if gap:
         pytest.xfail(f"SIGINT at {gap} s landed in 'import vmtwin' (vmtwin/__init__.py imports numpy, "
                      "pyarrow and pydantic eagerly), before the CLI can handle it")
+
+
+def test_ctrl_c_while_writing_leaves_nothing(cli, results, monkeypatch, tmp_path):
+    """An interrupt half-way through the esxtop CSV: 130, no CSV, no temp file."""
+    import csv as csv_mod
+
+    real_writer = csv_mod.writer
+
+    def interrupted_writer(*args, **kwargs):
+        w = real_writer(*args, **kwargs)
+
+        class Writer:
+            rows = 0
+
+            def writerow(self, row):
+                self.rows += 1
+                if self.rows == 2:  # after the header and before the first sample
+                    raise KeyboardInterrupt
+                return w.writerow(row)
+
+        return Writer()
+
+    monkeypatch.setattr(csv_mod, "writer", interrupted_writer)
+    res = cli("export", results, "--esxtop", tmp_path / "x.csv")
+    assert res.returncode == 130 and res.stderr.strip() == "interrupted"
+    assert list(tmp_path.iterdir()) == []
