@@ -112,7 +112,7 @@ def load_manage_scenario(path: str | Path, t_min: Optional[int] = None, seed: Op
     if t_min is not None:
         _int("--t-min", t_min, 1)
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such file")
+        raise FileNotFoundError(f"{path}: no such file" if not path.exists() else f"{path}: not a file")
     if path.suffix.lower() == ".csv":
         tm = t_min or DEFAULT_T_MIN
         return ManageScenario(path.stem, (seed if seed is not None else 1,), read_task_csv(path), VcenterParams(),

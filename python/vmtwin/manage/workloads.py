@@ -71,8 +71,18 @@ def read_task_csv(path: str | Path, ops: Mapping[str, Operation] | None = None) 
     """Read a user task stream; every problem is reported with the file, line and value."""
     ops = OPERATIONS if ops is None else ops
     path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file" if not path.exists() else f"{path}: not a file")
+    try:
+        return _read_task_csv(path, ops)
+    except UnicodeDecodeError as e:
+        raise scenario_error(str(path), f"byte 0x{e.object[e.start]:02x} at offset {e.start}",
+                             "a UTF-8 text file") from None
+
+
+def _read_task_csv(path: Path, ops: Mapping[str, Operation]) -> TaskStream:
     allowed_ops = ", ".join(sorted(ops)) + " (or an alias: " + ", ".join(sorted(ALIASES)) + ")"
-    with path.open(newline="", encoding="utf-8") as fh:
+    with path.open(newline="", encoding="utf-8-sig") as fh:  # Excel writes a BOM
         reader = csv.reader(fh)
         header = next(reader, None)
         if header is None or not any(h.strip() for h in header):

@@ -70,6 +70,7 @@ BAD = {
     "empty.csv": ("", "empty.csv: got 'an empty file'"),
     "header-only.csv": ("time,operation\n", "header-only.csv: got 'no tasks'"),
     "no-header.csv": ("0,power_on\n", "no-header.csv:1: got '0,power_on'"),
+    "latin1.csv": ("time,operation\n0,sn\xe4pshot\n".encode("latin-1"), "latin1.csv: got 'byte 0xe4 at offset 19'; allowed: a UTF-8 text file"),
 }
 
 
@@ -77,7 +78,7 @@ BAD = {
 def test_bad_task_stream(cli, tmp_path, name):
     text, message = BAD[name]
     path = tmp_path / name
-    path.write_text(text)
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
     out = tmp_path / "out"
     rc, stdout, err = cli("manage", path, "-o", out)
     assert rc == 2 and message in err and "Traceback" not in err, err
