@@ -111,6 +111,8 @@ def load_manage_scenario(path: str | Path, t_min: Optional[int] = None, seed: Op
     path = Path(path)
     if t_min is not None:
         _int("--t-min", t_min, 1)
+    if seed is not None:
+        _int("--seed", seed, 0)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file" if not path.exists() else f"{path}: not a file")
     if path.suffix.lower() == ".csv":

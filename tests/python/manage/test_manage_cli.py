@@ -112,10 +112,11 @@ def test_bad_scenario(cli, tmp_path, body, message):
     assert not (tmp_path / "out").exists()
 
 
-def test_t_min_zero_on_the_command_line(cli, tmp_path):
+@pytest.mark.parametrize("option,value", [("--t-min", 0), ("--t-min", -4), ("--seed", -1)])
+def test_bad_command_line_values(cli, tmp_path, option, value):
     path = yaml_case(tmp_path, "tasks: ok.csv\n")
-    rc, _, err = cli("manage", path, "-o", tmp_path / "out", "--t-min", 0)
-    assert rc == 2 and "--t-min: got 0" in err
+    rc, _, err = cli("manage", path, "-o", tmp_path / "out", option, value)
+    assert rc == 2 and f"{option}: got {value}" in err
     assert not (tmp_path / "out").exists()
 
 
