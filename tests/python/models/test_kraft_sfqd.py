@@ -47,7 +47,7 @@ def test_d_servers_is_mmc():
     terms = [a**k / math.factorial(k) for k in range(c)]
     last = a**c / math.factorial(c) / (1 - a / c)
     wait = last / (sum(terms) + last) / (c / s - lam)
-    res = simulate([poisson_trace(lam, 100_000, 3)], [exp_sampler(s)], np.random.default_rng(4), servers=c)
+    res = simulate([poisson_trace(lam, 60_000, 3)], [exp_sampler(s)], np.random.default_rng(4), servers=c)
     assert res.mean_resp[0] == pytest.approx(s + wait, rel=0.03)
 
 
