@@ -98,13 +98,14 @@ _QUERIES = [
         "dependency-hot-spots",
         "Which hosts or VMs have the most dependencies (relationships of any kind)?",
         "4.1 risk analysis",
-        "MATCH (a:Host:VM)-[r]-() WITH a, count(r) AS dependencies "
-        "RETURN a.name AS entity, label(a) AS type, a.uuid AS uuid, dependencies "
-        "ORDER BY dependencies DESC, uuid LIMIT $limit",
+        "MATCH (a:Host:VM) WITH a, COUNT { MATCH (a)-[]-() } AS dependencies "
+        "ORDER BY dependencies DESC, a.uuid LIMIT $limit "
+        "RETURN a.name AS entity, label(a) AS type, a.uuid AS uuid, dependencies",
         {"limit": Param(int, HOT_SPOT_LIMIT, "a count of entities, 0 or more")},
         paper='start a=node(*) match a-->(x) where a.type = "host" or a.type = "VM" '
               'with a, count(*) as fcount return a, fcount order by fcount limit 5',
-        note="DESC added (the paper's ascending order returns the least connected); both directions counted",
+        note="DESC added (the paper's ascending order returns the least connected); both directions "
+             "counted; an entity with no relationship counts 0 (the paper's pattern would skip it)",
     ),
     NamedQuery(
         "overloaded-datastores",
@@ -155,7 +156,7 @@ _QUERIES = [
         "linked-clone-policy",
         "Which base disks are shared by more than 8 linked clones?",
         "4.2.3 policy enforcement",
-        "MATCH (v:VM)-[:follow]->(d:VMDK) WITH d, count(v) AS clones WHERE clones > $max_clones "
+        "MATCH (d:VMDK) WITH d, COUNT { MATCH (d)<-[:follow]-(:VM) } AS clones WHERE clones > $max_clones "
         "RETURN d.name AS vmdk, d.uuid AS uuid, clones ORDER BY clones DESC, uuid",
         {"max_clones": Param(int, MAX_LINKED_CLONES, "a clone count, 0 or more (disks above it)")},
         paper='start a=node(*) match a-[:following]-c where a.type = "VM" and c.type = "VMDK" '

@@ -55,7 +55,7 @@ class Oracle:
         return [[self.name(h), h, 1] for h in self.of("Host") if len(self.out(h, "member", "Datastore")) == 1]
 
     def dependency_hot_spots(self, limit):
-        rows = [(self.g.degree(n), n) for n in self.of("Host") + self.of("VM") if self.g.degree(n) > 0]
+        rows = [(self.g.degree(n), n) for n in self.of("Host") + self.of("VM")]
         rows.sort(key=lambda r: (-r[0], r[1]))
         return [[self.name(n), self.typ(n), n, deg] for deg, n in rows[:limit]]
 
