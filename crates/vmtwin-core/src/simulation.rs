@@ -18,9 +18,6 @@ use crate::{invalid, VmtwinError, VmtwinResult};
 /// Upper bound on vCPUs per VM: vSphere 8's maximum.
 pub const MAX_VCPUS_PER_VM: u32 = 768;
 
-/// VMs admitted at construction between two `keep_going()` checks.
-pub const ADMISSIONS_PER_CHECK: usize = 16;
-
 /// A VM's configuration and run-time facts.
 #[derive(Debug, Clone)]
 struct Vm {
@@ -54,6 +51,10 @@ pub struct Simulation {
 }
 
 impl Simulation {
+    /// VMs admitted at construction between two `keep_going()` checks
+    /// ([`Simulation::new_interruptible`]).
+    pub const ADMISSIONS_PER_CHECK: usize = 16;
+
     /// Build a simulation and power on the VMs due at time zero.
     ///
     /// # Examples
@@ -89,7 +90,7 @@ impl Simulation {
     }
 
     /// [`Simulation::new`], asking `keep_going()` between VM admissions (every
-    /// [`ADMISSIONS_PER_CHECK`]) whether to go on; when it says no, construction stops with a
+    /// [`Simulation::ADMISSIONS_PER_CHECK`]) whether to go on; when it says no, construction stops with a
     /// [`VmtwinError::Simulation`] (the bindings check for Ctrl-C there).
     pub fn new_interruptible(spec: SimSpec, keep_going: &mut dyn FnMut() -> bool) -> VmtwinResult<Self> {
         spec.cpu_sched.validate()?;
@@ -194,7 +195,7 @@ impl Simulation {
             log: Vec::new(),
         };
         for vm in 0..sim.vms.len() {
-            if vm % ADMISSIONS_PER_CHECK == 0 && !keep_going() {
+            if vm % Self::ADMISSIONS_PER_CHECK == 0 && !keep_going() {
                 return Err(VmtwinError::Simulation(format!("interrupted while powering on VMs ({vm} of {})", sim.vms.len())));
             }
             let at = sim.spec.vms[vm].power_on_ns;
