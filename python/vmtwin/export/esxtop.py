@@ -75,10 +75,14 @@ def _fmt(value: float) -> str:
     return "" if value is None or math.isnan(value) else repr(float(value))
 
 
-def _wide(df: pd.DataFrame, keys: list[str], counter: str, times: np.ndarray) -> pd.DataFrame:
-    """``counter`` as one column per ``keys`` tuple, one row per time (NaN where absent)."""
-    return df.pivot_table(index="time_s", columns=keys, values=counter, aggfunc="first",
-                          dropna=False).reindex(times)
+def _wide(df: pd.DataFrame, keys: list[str], counter: str, times: np.ndarray) -> tuple[np.ndarray, dict]:
+    """``counter`` as a (time x key) array, NaN where absent, and each key's column index.
+
+    A key is a ``vm_id`` (one key column) or a ``(vm_id, vcpu)`` tuple.
+    """
+    wide = df.pivot_table(index="time_s", columns=keys, values=counter, aggfunc="first").reindex(times)
+    index = {(int(k) if len(keys) == 1 else tuple(int(x) for x in k)): i for i, k in enumerate(wide.columns)}
+    return wide.to_numpy(dtype=float), index
 
 
 def _pools(manifest: Mapping[str, Any], vm_names: list[str]) -> list[tuple[str, list[str]]]:
@@ -150,8 +154,9 @@ def to_esxtop_csv(
     wide = {c: _wide(vm_df, ["vm_id"], c, times) for c, _ in counters} if len(vm_df) else {}
     for vm_id, name in zip(vm_ids, vm_names):
         for col, label in counters:
+            values, index = wide[col]
             header.append(f"{prefix}Group Cpu({vm_id + 1}:{name})\\{label}")
-            columns.append(wide[col][vm_id].to_numpy(dtype=float))
+            columns.append(values[:, index[vm_id]])
 
     n_spec = len((res.manifest.get("scenario") or {}).get("vms") or []) if isinstance(
         res.manifest.get("scenario"), Mapping) else 0
@@ -160,9 +165,10 @@ def to_esxtop_csv(
     for k, (pool, members) in enumerate(_pools(res.manifest, vm_names)):
         ids = [by_name[m] for m in members]
         for col, label in counters:
+            values, index = wide[col]
             header.append(f"{prefix}Group Cpu({first_pool_gid + k}:{pool})\\{label}")
-            part = wide[col][ids] if ids else pd.DataFrame(index=times)
-            columns.append(part.sum(axis=1, min_count=0).to_numpy(dtype=float))
+            part = values[:, [index[i] for i in ids]] if ids else np.zeros((len(times), 0))
+            columns.append(np.nansum(part, axis=1))  # a powered-off member counts 0
 
     vcounters = [(c, label) for c, label in CPU_COUNTERS if c in vcpu_df.columns]
     if len(vcpu_df) and vcounters:
@@ -173,8 +179,9 @@ def to_esxtop_csv(
             name = names.get(int(vm_id), str(vm_id))
             world = f"{int(vm_id) + 1}:{name}:{world_id(vm_id, v)}:vmx-vcpu-{int(v)}:{name}"
             for col, label in vcounters:
+                values, index = vwide[col]
                 header.append(f"{prefix}Vcpu({world})\\{label}")
-                columns.append(vwide[col][(vm_id, v)].to_numpy(dtype=float))
+                columns.append(values[:, index[(vm_id, v)]])
 
     out = Path(path)
     with atomic_output(out, "esxtop CSV") as tmp:
