@@ -88,13 +88,15 @@ class Oracle:
         return set(self.out(vm, "member", "Cluster"))
 
     def cross_cluster_vmdk(self):
+        """VMs on a disk followed by two or more VMs whose clusters are two or more."""
         rows = set()
-        for v in self.of("VM"):
-            for d in set(self.out(v, "follow", "VMDK")):
-                others = {c for w in self.into(d, "follow", "VM") if w != v for c in self.clusters_of(w)}
+        for d in self.of("VMDK"):
+            followers = self.into(d, "follow", "VM")
+            if len(followers) < 2 or len({c for w in followers for c in self.clusters_of(w)}) < 2:
+                continue
+            for v in followers:
                 for c in self.clusters_of(v):
-                    if others - {c}:
-                        rows.add((self.name(v), v, self.name(d), d, self.name(c)))
+                    rows.add((self.name(v), v, self.name(d), d, self.name(c)))
         return [list(r) for r in sorted(rows, key=lambda r: (r[1], r[3], r[4]))]
 
     def admin_access(self, datastore, vm):
