@@ -47,6 +47,7 @@ def main() -> int:
     ap.add_argument("--no-record", action="store_true", help="print only (trial runs)")
     args = ap.parse_args()
 
+    commit = _commit()  # the code fuzzed is the code imported now, whatever happens to HEAD meanwhile
     sys.path.insert(0, str(SCENARIO_TESTS))
     from fuzz_inputs import check, mutated_dicts, mutated_yaml, raw_bytes
     from hypothesis import HealthCheck, given, settings
@@ -91,7 +92,7 @@ def main() -> int:
     examples = sum(sum(c.values()) for c in outcomes.values())
     record = {
         "benchmark": "fuzz-scenario",
-        "commit": _commit(),
+        "commit": commit,
         "machine": platform.machine(),
         "python": platform.python_version(),
         "minutes": round(wall / 60, 2),

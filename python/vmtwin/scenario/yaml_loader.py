@@ -46,9 +46,10 @@ MAX_DEPTH = 64
 #: Most aliases (``*name``) in one file: a 10,000-VM file sharing one workload and one CPU
 #: setting per VM uses 20,000.
 MAX_ALIASES = 100_000
-#: Most nodes, every alias counted as the nodes it stands for: a 10,000-VM file written one VM
-#: per entry has about 200,000. Each node costs some 300 bytes while loading and is validated.
-MAX_NODES = 1_000_000
+#: Most nodes, every alias counted as the nodes it stands for: a 30,000-VM file written one VM
+#: per entry (benchmarks/run.py build-30k) has 570,000. Each node costs some 300 bytes and 3 us
+#: while loading and is validated; at this bound a refused file costs under 5 s.
+MAX_NODES = 750_000
 
 _TAG = "tag:yaml.org,2002:"
 _STR, _MERGE = _TAG + "str", _TAG + "merge"
@@ -207,7 +208,12 @@ class _BoundedComposer:
             if not stack:
                 return node
             counts[-1] += size
-            self._attach(stack, node)
+            frame = stack[-1]
+            if frame.is_map:
+                self._attach(stack, node)
+            else:  # inline: lists of scalars are the bulk of a big file
+                frame.node.value.append(node)
+                frame.index += 1
 
     def _too_many(self, stack: list[_Frame], total: int) -> ScenarioError:
         return bounded_error(_path_of(stack), f"more than {MAX_NODES:,} values (aliases expanded)",
@@ -279,6 +285,15 @@ def _path_of(stack: list[_Frame]) -> str:
 def _container_path(stack: list[_Frame]) -> str:
     """YAML path of the innermost mapping (the one whose key is being checked)."""
     return _path_of(stack[:-1])
+
+
+def _construct_int(loader: Any, node: Any) -> int:
+    # Plain decimal digits (nearly every int of a scenario) without PyYAML's general parser,
+    # which handles 0x, 0o, 1_000 and 1:30 at five times the cost.
+    v = node.value
+    if v.isascii() and v.isdigit() and len(v) < 4000:
+        return int(v)
+    return yaml.constructor.SafeConstructor.construct_yaml_int(loader, node)
 
 
 class _PyLoader(_BoundedComposer, yaml.SafeLoader):
@@ -363,3 +378,7 @@ def _syntax_error(exc: yaml.YAMLError, source: str, text: str) -> ScenarioError:
     err.value = None
     err.allowed = "well-formed YAML"
     return err
+
+
+for _loader in _LOADERS:
+    _loader.add_constructor(_TAG + "int", _construct_int)

@@ -74,8 +74,9 @@ def _assert_refused(res, bad: BadFile, out: Path, work: Path) -> None:
     assert [p.name for p in work.iterdir()] == []  # no half-written or temporary folder either
 
 
-@pytest.mark.parametrize("bad", CORPUS, ids=lambda f: f.path.stem)
+@pytest.mark.parametrize("bad", [f for f in CORPUS if not f.heavy], ids=lambda f: f.path.stem)
 def test_bad_scenario_file_run(cli, work, tmp_path, bad):
+    # in this process, so fast; the heavy files (seconds each) run in the limited subprocesses below
     if bad.needs_shared_data:
         needs_shared_data("shared/data")
     out = work / "out"
@@ -95,14 +96,14 @@ def _limit_child() -> None:  # runs in the child, before exec
     resource.setrlimit(resource.RLIMIT_CPU, (SUBPROCESS_CPU_SECONDS, SUBPROCESS_CPU_SECONDS))
 
 
-def _largest_per_class() -> list[BadFile]:
-    """The costliest-looking file of each class (the biggest), for the real command under limits."""
-    return [max(files, key=lambda f: (f.path.stat().st_size, f.path.name)) for _, files in sorted(CLASSES.items())]
+def _heaviest_per_class() -> list[BadFile]:
+    """Each class's costliest file (marked ``# heavy: yes``, else the biggest), for the real command."""
+    return [max(files, key=lambda f: (f.heavy, f.path.stat().st_size, f.path.name)) for _, files in sorted(CLASSES.items())]
 
 
 def test_bad_input_through_the_real_command_under_limits(tmp_path):
     """The installed command, one process per class: exit 2 within 5 CPU-s and 1 GB, nothing written."""
-    picked = [f for f in _largest_per_class() if not (f.needs_shared_data and not SHARED_DATA.is_dir())]
+    picked = [f for f in _heaviest_per_class() if not (f.needs_shared_data and not SHARED_DATA.is_dir())]
 
     def one(k_bad):
         k, bad = k_bad
@@ -125,6 +126,7 @@ def test_bad_input_through_the_real_command_under_limits(tmp_path):
         assert "MemoryError" not in res.stderr, f"{bad.path.name}: over {SUBPROCESS_BYTES} bytes"
         _assert_refused(res, bad, out, work)
     assert len(results) >= 14
+    assert all(f in picked for f in CORPUS if f.heavy), "a heavy file must be its class's sample"
 
 
 @pytest.mark.parametrize("command", ["run", "validate"])

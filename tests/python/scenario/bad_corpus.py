@@ -5,15 +5,19 @@ A corpus file starts with comment lines the tests read::
     # expect: vms[0].vcpus: got 'two'     <- a substring of the message (the YAML path first)
     # class: tag                          <- the kind of bad input (files without one: "legacy")
     # setup: fifo trace.fifo              <- optional: what must exist beside it (see prepare)
+    # heavy: yes                          <- optional: the class's sample for the limited subprocess
 
 Setups make what git cannot hold or should not: ``fifo NAME`` (a named pipe), ``mkdir NAME``,
 ``bytes NAME N`` (a text file of N bytes, "50" lines then one long line), ``lines NAME N`` (a
-PlanetLab trace of N lines), ``pad N`` (the scenario itself padded with a comment to N bytes).
+PlanetLab trace of N lines), ``pad N`` (the scenario itself padded with a comment to N bytes),
+``repeat N TEXT`` and ``append TEXT`` (TEXT, a Python string literal, added to the scenario N
+times or once; ``#i`` in it becomes the repetition's number): big inputs stay small in git.
 A file with setups is copied into a scratch folder with them; one without is used in place.
 """
 
 from __future__ import annotations
 
+import ast
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +35,7 @@ class BadFile:
     expect: str
     cls: str
     setup: tuple[str, ...] = field(default=())
+    heavy: bool = False
 
     @property
     def needs_shared_data(self) -> bool:
@@ -43,7 +48,12 @@ class BadFile:
         scratch.mkdir(parents=True, exist_ok=True)
         text = self.path.read_text(encoding="utf-8")
         for step in self.setup:
-            kind, *args = step.split()
+            kind, *args = step.split(maxsplit=2 if step.startswith("repeat") else 1 if step.startswith("append") else -1)
+            if kind in ("repeat", "append"):
+                n, literal = (int(args[0]), args[1]) if kind == "repeat" else (1, args[0])
+                piece = ast.literal_eval(literal)
+                text += "".join(piece.replace("#i", str(i)) for i in range(n))
+                continue
             if kind == "pad":
                 size = int(args[0])
                 text += "#" + "x" * max(0, size - len(text) - 2) + "\n"
@@ -67,7 +77,7 @@ class BadFile:
 
 
 def _read(path: Path) -> BadFile:
-    expect, cls, setup = None, "legacy", []
+    expect, cls, setup, heavy = None, "legacy", [], False
     with path.open(encoding="utf-8", errors="replace") as f:
         for line in f:
             if not line.startswith("# "):
@@ -79,9 +89,11 @@ def _read(path: Path) -> BadFile:
                 cls = value
             elif key == "setup":
                 setup.append(value)
+            elif key == "heavy":
+                heavy = value == "yes"
     if expect is None:
         raise ValueError(f"{path.name} must start with '# expect: <substring>'")
-    return BadFile(path, expect, cls, tuple(setup))
+    return BadFile(path, expect, cls, tuple(setup), heavy)
 
 
 CORPUS: list[BadFile] = [_read(p) for p in sorted(BAD_DIR.glob("*.yaml"))]
