@@ -50,10 +50,9 @@ pub const SECTOR_BYTES: u64 = 512;
 /// [`Storage`]'s flat arrays; `attempt` makes a completion from an aborted attempt stale.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StorageEvent {
-    /// a device finishes the command `cmd` of LUN `lun` (stale unless `attempt` still matches)
+    /// a device finishes the command `cmd` of LUN `lun` (stale unless `attempt` still matches);
+    /// a spinning disk's head is free then and starts its next on-board command
     DeviceDone { lun: u32, cmd: u32, attempt: u64 },
-    /// a spinning disk's head is free: it picks the next command from its on-board queue
-    HeadFree { lun: u32 },
     /// workload generator `gen` issues its next request (think time or inter-arrival over)
     Issue { gen: u32 },
     /// PSP Adaptive of LUN `lun` closes a monitoring window

@@ -57,6 +57,7 @@ use crate::{VmtwinError, VmtwinResult};
 use std::collections::VecDeque;
 
 const NONE: u32 = u32::MAX;
+const EMPTY_HEAD: (f64, u64) = (f64::INFINITY, 0);
 
 /// A request submitted through [`Storage::submit`] that has completed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -149,6 +150,11 @@ struct Lun {
     dqlen: u32,
     active: u32,
     queues: Vec<VecDeque<u32>>,
+    /// (start tag, seq) of each class's queue head, (∞, 0) when empty: the scan reads this
+    /// small array instead of chasing each head into the command slab
+    heads: Vec<(f64, u64)>,
+    /// commands active per class (mirror of the disks' ACTV, for `Disk.SchedNumReqOutstanding`)
+    class_active: Vec<u32>,
     class_disk: Vec<u32>,
     busy_classes: u32,
     sfq: super::sfq::Sfq,
@@ -256,6 +262,8 @@ impl Storage {
                 dqlen,
                 active: 0,
                 queues: vec![VecDeque::new(); class_disk.len()],
+                heads: vec![EMPTY_HEAD; class_disk.len()],
+                class_active: vec![0; class_disk.len()],
                 class_disk,
                 busy_classes: 0,
                 sfq: super::sfq::Sfq::new(&shares),
@@ -419,7 +427,6 @@ impl Storage {
     pub fn handle(&mut self, now: Time, ev: StorageEvent, sched: &mut impl IoScheduler) {
         match ev {
             StorageEvent::DeviceDone { lun, cmd, attempt } => self.device_done(now, lun, cmd, attempt, sched),
-            StorageEvent::HeadFree { lun } => self.head_free(now, lun, sched),
             StorageEvent::Issue { gen } => self.gen_wake(now, gen, true, sched),
             StorageEvent::PspWindow { lun } => {
                 let l = &mut self.luns[lun as usize];
@@ -550,7 +557,11 @@ impl Storage {
                 bundle_len: plen,
                 state: State::Queued,
             };
-            self.luns[l].queues[class].push_back(c);
+            let lun = &mut self.luns[l];
+            if lun.queues[class].is_empty() {
+                lun.heads[class] = (tag, self.seq);
+            }
+            lun.queues[class].push_back(c);
         }
     }
 
@@ -564,14 +575,12 @@ impl Storage {
             }
             let limit = if lun.busy_classes > 1 { self.params.sched_num_req_outstanding } else { u32::MAX };
             let mut best: Option<(usize, f64, u64)> = None;
-            for (c, q) in lun.queues.iter().enumerate() {
-                let Some(&h) = q.front() else { continue };
-                if self.disks[lun.class_disk[c] as usize].active >= limit {
+            for (c, &(tag, seq)) in lun.heads.iter().enumerate() {
+                if tag == f64::INFINITY || lun.class_active[c] >= limit {
                     continue;
                 }
-                let cmd = &self.cmds[h as usize];
-                if best.is_none_or(|(_, t, s)| (cmd.tag, cmd.seq) < (t, s)) {
-                    best = Some((c, cmd.tag, cmd.seq));
+                if best.is_none_or(|(_, t, s)| (tag, seq) < (t, s)) {
+                    best = Some((c, tag, seq));
                 }
             }
             let Some((class, tag, _)) = best else { return };
@@ -587,8 +596,17 @@ impl Storage {
             self.luns[li].queues[class].pop_front();
             self.luns[li].sfq.issued(tag);
             let members = self.bundle(li, class, head, limit);
+            self.refresh_head(li, class);
             self.issue(now, li, head, members, path, sched);
         }
+    }
+
+    fn refresh_head(&mut self, l: usize, class: usize) {
+        let lun = &mut self.luns[l];
+        lun.heads[class] = match lun.queues[class].front() {
+            Some(&c) => (self.cmds[c as usize].tag, self.cmds[c as usize].seq),
+            None => EMPTY_HEAD,
+        };
     }
 
     /// Grow a bundle from `head` by merging (Kraft Algorithm 1); returns its member count.
@@ -608,7 +626,7 @@ impl Storage {
             let Some(&c) = lun.queues[class].front() else { break };
             let (ct, cs) = (self.cmds[c as usize].tag, self.cmds[c as usize].seq);
             // the next in global tag order must be this class's (the bundle never spans classes)
-            let other_first = lun.queues.iter().enumerate().any(|(k, q)| k != class && q.front().is_some_and(|&o| (self.cmds[o as usize].tag, self.cmds[o as usize].seq) < (ct, cs)));
+            let other_first = lun.heads.iter().enumerate().any(|(k, &h)| k != class && h < (ct, cs));
             let t = &self.cmds[tail as usize];
             let nc = &self.cmds[c as usize];
             let total = self.cmds[head as usize].bundle_len + nc.len;
@@ -642,6 +660,7 @@ impl Storage {
             d.active += 1;
             d.queued -= 1;
             d.counters.level(now, 1, -1);
+            self.luns[l].class_active[d.class as usize] += 1;
             m = c.next;
         }
         let h = &mut self.cmds[head as usize];
@@ -722,6 +741,7 @@ impl Storage {
             let d = &mut self.disks[c.disk as usize];
             d.active -= 1;
             d.counters.level(now, -1, 0);
+            self.luns[li].class_active[d.class as usize] -= 1;
             if d.active + d.queued == 0 {
                 self.luns[li].busy_classes -= 1;
             }
@@ -835,9 +855,11 @@ impl Storage {
             d.counters.aborts += 1;
             self.luns[l].counters.level(now, 0, 1);
             let class = d.class as usize;
+            self.luns[l].class_active[class] -= 1;
             let q = &mut self.luns[l].queues[class];
             let pos = q.iter().position(|&o| (self.cmds[o as usize].tag, self.cmds[o as usize].seq) > key).unwrap_or(q.len());
             q.insert(pos, m);
+            self.refresh_head(l, class);
             m = next;
         }
     }
