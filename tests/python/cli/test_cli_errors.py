@@ -222,9 +222,11 @@ def test_reproduce_without_id(cli):
         (["--duration", "30"], "--duration: got '30'"),  # a unit is mandatory
         (["--duration", "0s"], "--duration: got '0s'"),
         (["--duration", "1s"], "at least the sample interval"),  # shorter than one 2 s sample
+        (["--duration", "1e999999h"], "--duration: got '1e999999h'"),  # was a decimal.Overflow traceback
+        (["--duration", "1e30week"], "--duration: got '1e30week'"),
     ],
     ids=["seed-negative", "seed-too-big", "duration-m", "duration-parsecs", "duration-bare", "duration-zero",
-         "duration-below-sample"],
+         "duration-below-sample", "duration-overflow", "duration-overflow-week"],
 )
 def test_bad_run_arguments(cli, tmp_path, work, extra, expected):
     scenario = tmp_path / "ok.yaml"
