@@ -221,6 +221,23 @@ def _compare_table(diff: pd.DataFrame) -> str:
     return _table("compare", heads, rows)
 
 
+def _actions_html(manifest: dict[str, Any]) -> list[str]:
+    """The settings changed during a stepped run (the manifest's ``actions``), as a table."""
+    actions = [a for a in manifest.get("actions") or []
+               if isinstance(a, dict) and a.get("action") not in (None, "run_until")]
+    if not actions:
+        return []
+    rows = []
+    for a in actions:
+        args = dict(a.get("args") or {})
+        target = str(args.pop("vm", ""))
+        what = ", ".join(f"{k} = {'unlimited' if v is None else v}" for k, v in sorted(args.items()))
+        rows.append([_cell(_num(a.get("time_s"), 1), a.get("time_s")), _cell(escape(str(a["action"]))),
+                     _cell(escape(target)), _cell(escape(what))])
+    return ["<h2>Changes during the run</h2>",
+            _table("actions", ["time (s)", "action", "VM", "settings"], rows)]
+
+
 def _figure_html(fig: go.Figure, fig_id: str, include_plotlyjs: bool) -> str:
     div = fig.to_html(
         full_html=False,
@@ -347,10 +364,11 @@ def render_report(
             _summary_table(summary, vcpu, _vm_pools(manifest)),
             '<p class="note">Click a column header to sort. A vCPU ready 5% of the time is worth '
             "watching, 10% a problem (the admins' rule of thumb; see the per-vCPU figure).</p>",
+            *_actions_html(manifest),
             "<h2>Resource pools</h2>",
             _pool_table(tree),
-            '<p class="note">Settings at the start of the run. Usage and entitlement are sums over '
-            "the VMs in the pool and below it.</p>",
+            '<p class="note">Pool settings as the scenario sets them. Usage and entitlement are sums '
+            "over the VMs in the pool and below it.</p>",
             *compare_html,
             "<h2>Figures</h2>",
             *blocks,

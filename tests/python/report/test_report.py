@@ -210,3 +210,26 @@ def test_missing_browser_skips_or_fails(monkeypatch, env, outcome):
     expected = pytest.skip.Exception if outcome == "skip" else pytest.fail.Exception
     with pytest.raises(expected):
         _browser()
+
+
+def test_changes_during_a_stepped_run_are_listed(tmp_path):
+    from vmtwin import VM, CpuBound, Host, Scenario, Simulation
+
+    sc = Scenario(name="stepped", duration="10s", host=Host(cores_per_llc=2, core_mhz="2000MHz"),
+                  vms=[VM(name="a", workload=CpuBound(duty=1.0)), VM(name="b", workload=CpuBound(duty=1.0))])
+    sim = Simulation(sc)
+    sim.run_until(4)
+    sim.set_vm_cpu("a", limit="500MHz", shares=3000)
+    sim.run_until(6)
+    sim.set_vm_cpu("a", limit="unlimited")
+    sim.run()
+    page = render_report(sim.write(tmp_path / "run")).read_text(encoding="utf-8")
+    table = page[page.index('<table id="actions"'):]
+    table = table[:table.index("</table>")]
+    rows = [re.findall(r">([^<]*)</td>", r) for r in re.findall(r"<tr><td.*?</tr>", table)]
+    assert rows == [["4.0", "set_vm_cpu", "a", "limit_mhz = 500, shares = 3000"],
+                    ["6.0", "set_vm_cpu", "a", "limit_mhz = unlimited"]]
+    # a run without changes has no such section
+    plain = Simulation(sc)
+    plain.run()
+    assert "Changes during the run" not in render_report(plain.write(tmp_path / "plain")).read_text(encoding="utf-8")
