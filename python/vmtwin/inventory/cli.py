@@ -1,9 +1,12 @@
 """``vmtwin inventory``: load an inventory into a graph folder, run named queries or any Cypher.
 
+examples:
     vmtwin inventory load --synthetic 10000 --seed 7 -o inv/     # or --rvtools DIR, --vcenter HOST, --figure1
     vmtwin inventory queries                                     # the named queries
     vmtwin inventory query inv/ linked-clone-policy --param max_clones=8
     vmtwin inventory cypher inv/ "MATCH (h:Host) RETURN count(h)" --export hosts.csv
+
+docs/inventory.md has the schema, every query beside the paper's, and the sources' columns.
 """
 
 from __future__ import annotations
@@ -22,7 +25,10 @@ EXPORT_FORMATS = (".csv", ".json", ".parquet")
 
 
 def register(sub) -> None:
-    inv = sub.add_parser("inventory", help="inventory graph: load vSphere inventories, run graph queries")
+    inv = sub.add_parser("inventory", help="inventory graph: load vSphere inventories, run graph queries",
+                         description="Load a vSphere inventory into an embedded graph database (LadybugDB) and "
+                                     "run the graph-database paper's named queries or any Cypher.",
+                         epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
     isub = inv.add_subparsers(dest="inventory_command", required=True)
 
     load = isub.add_parser("load", help="load an inventory source into a graph folder")
