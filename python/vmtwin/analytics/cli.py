@@ -93,11 +93,14 @@ def analyze(args: argparse.Namespace):
 
     params = AeceParams(dt_s=_seconds(args.dt, "--dt"), alpha=args.alpha, epsilon=args.epsilon,
                         threshold_rule=args.threshold_rule, active_flow=args.active_flow,
-                        precedence_share=args.precedence_share)
+                        precedence_share=args.precedence_share, impact_order=args.impact_order,
+                        rank_by=args.rank_by, risk_rule=args.risk_rule)
     if not 0 < params.alpha < 1:
         raise scenario_error("--alpha", args.alpha, "a probability strictly between 0 and 1")
     if not 0 <= params.epsilon <= 1:
         raise scenario_error("--epsilon", args.epsilon, "a number from 0 to 1")
+    if args.impact_order < 1:
+        raise scenario_error("--impact-order", args.impact_order, "an integer >= 1 (1 = first-order impact)")
     if args.k < 1:
         raise scenario_error("-k", args.k, "an integer >= 1")
     if args.events:
@@ -204,6 +207,9 @@ def register(subparsers) -> None:
     p.add_argument("--active-flow", default="active", choices=["active", "all"])
     p.add_argument("--precedence-share", type=float, default=0.7,
                    help="share of a pair's precedences needed for the edge i->j (default 0.7; 0 = off)")
+    p.add_argument("--impact-order", type=int, default=1, help="h of the h-order impact factor (default 1, as the paper)")
+    p.add_argument("--rank-by", default="impact", choices=["impact", "entropy"], help="historic list ranking")
+    p.add_argument("--risk-rule", default="coverage", choices=["coverage", "weighted"], help="black-swan risk formula")
     p.add_argument("--bands", default="quantile", choices=["quantile", "robust"], help="dynamic threshold method")
     p.add_argument("--season", default="hour_of_day", choices=["hour_of_day", "hour_of_week", "none"])
     p.add_argument("-k", type=int, default=2, help="consecutive out-of-band points that open an event (default 2)")

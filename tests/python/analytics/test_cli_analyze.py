@@ -61,10 +61,12 @@ def in_process(capsys, *args):
 def test_analyze_metrics(data, capsys):
     d, syn, _ = data
     split = pd.Timestamp(syn.t_split, unit="s", tz="UTC").isoformat()
-    r = in_process(capsys, "analyze", d / "metrics.csv", "--train-end", split, "--bands", "robust", "--json", d / "m.json")
+    r = in_process(capsys, "analyze", d / "metrics.csv", "--train-end", split, "--bands", "robust", "--json", d / "m.json",
+                   "--impact-order", "2", "--rank-by", "entropy", "--risk-rule", "weighted")
     assert r.returncode == 0, r.stderr
     s = json.loads((d / "m.json").read_text())
     assert s["train"]["events"] > 0 and s["historic_lists"]
+    assert (s["params"]["impact_order"], s["params"]["rank_by"], s["params"]["risk_rule"]) == (2, "entropy", "weighted")
 
 
 def test_topology_file(data, capsys, tmp_path):
@@ -90,6 +92,7 @@ def test_topology_file(data, capsys, tmp_path):
      ["--train-start", "2023-01-01", "--train-end", "2023-02-01"], "training period"),
     ("inverted.csv", "timestamp,resource,metric,value\n2024-01-01,a,cpu,1\n2024-01-02,a,cpu,2\n",
      ["--train-end", "2023-01-01"], "training period is empty"),
+    ("order.csv", "timestamp,resource,metric,value\n2024-01-01,a,cpu,1\n", ["--impact-order", "0"], "--impact-order: got 0"),
 ])
 def test_bad_input_exit_2_nothing_written(tmp_path, capsys, name, text, extra, message):
     src = tmp_path / name
