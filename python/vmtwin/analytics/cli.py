@@ -36,34 +36,6 @@ def _seconds(value: str, what: str) -> float:
     return s
 
 
-def write_atomic(path: str, text: str, what: str) -> None:
-    """Write ``text`` to a hidden temp file beside ``path``, then rename it over ``path``."""
-    import os
-    import tempfile
-    from pathlib import Path
-
-    from vmtwin.exceptions import VmtwinError
-
-    out = Path(path)
-    if out.is_dir():
-        raise VmtwinError(f"cannot write {what} {out}: it is a folder; give a file name")
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=".vmtwin-", suffix=".tmp")
-    except OSError as exc:
-        raise VmtwinError(f"cannot write {what} {out}: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, out)
-    except BaseException as exc:
-        Path(tmp).unlink(missing_ok=True)
-        if isinstance(exc, OSError):
-            raise VmtwinError(f"cannot write {what} {out}: {exc.strerror or exc}") from None
-        raise
-
-
 def iso(t: float) -> str:
     return datetime.fromtimestamp(t, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -162,8 +134,12 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
         from vmtwin.analytics.page import render
 
         outputs.append((args.html, "report", render(model, summary)))
-    for path, what, text in outputs:
-        write_atomic(path, text, what)
+    if outputs:
+        from vmtwin.export.atomic import atomic_output
+
+        for path, what, text in outputs:
+            with atomic_output(path, what) as tmp:
+                tmp.write_text(text, encoding="utf-8")
     if args.quiet:
         return 0
     t = Table("rank", "resource", "event", "flow", "RRI", "impacts (P)",
