@@ -130,12 +130,21 @@ def _cmd_summary(args: argparse.Namespace) -> int:
     return 0
 
 
+def _signed(value: float, digits: int) -> str:
+    """``+1.5`` / ``-0.3``; a difference that rounds to zero reads ``+0.0``, never ``-0.0``."""
+    return f"{round(value, digits) + 0.0:+.{digits}f}"
+
+
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from vmtwin.report.compare import COMPARED, compare_runs
+    from vmtwin.report.compare import COMPARED, compare_hosts, compare_runs
     from vmtwin.results import Results
 
     a, b = Results(args.a), Results(args.b)
     diff = compare_runs(a, b)
+    for col, (x, y) in compare_hosts(a, b).items():
+        digits = 0 if col.endswith("mhz") else 1
+        out.print(f"host mean {col}: A {x:.{digits}f}, B {y:.{digits}f}, B - A {_signed(y - x, digits)}",
+                  markup=False, highlight=False)
     t = Table("VM", title=f"A = {a.path}   B = {b.path}   (means over each run; B - A)")
     for label in COMPARED.values():
         for side in ("A", "B", "B - A"):
@@ -146,7 +155,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             for side in ("a", "b", "diff"):
                 v = r[f"{col} {side}"]
                 digits = 0 if col.endswith("mhz") else 1
-                cells.append("–" if v != v else (f"{v:+.{digits}f}" if side == "diff" else f"{v:.{digits}f}"))
+                cells.append("–" if v != v else (_signed(v, digits) if side == "diff" else f"{v:.{digits}f}"))
         t.add_row(*cells)
     out.print(t)
     return 0

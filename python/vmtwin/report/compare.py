@@ -8,7 +8,7 @@ import pandas as pd
 from vmtwin.report.summary import vm_summary
 from vmtwin.results import Results
 
-__all__ = ["COMPARED", "compare_runs"]
+__all__ = ["COMPARED", "compare_hosts", "compare_runs"]
 
 #: Summary columns compared, with their short labels.
 COMPARED = {
@@ -47,3 +47,15 @@ def compare_runs(a: Results, b: Results) -> pd.DataFrame:
         out[f"{col} a"], out[f"{col} b"], out[f"{col} diff"] = va, vb, vb - va
     return pd.DataFrame(out, columns=["vm", *(f"{c} {s}" for c in COMPARED for s in ("a", "b", "diff"))]).astype(
         {f"{c} {s}": np.float64 for c in COMPARED for s in ("a", "b", "diff")})
+
+
+def compare_hosts(a: Results, b: Results) -> dict[str, tuple[float, float]]:
+    """The host's mean ``%PCPU_UTIL`` and ``used_mhz`` in ``a`` and in ``b`` (NaN without rows)."""
+    out = {}
+    for col in ("%PCPU_UTIL", "used_mhz"):
+        pair = []
+        for res in (a, b):
+            host = res.host if "host" in res.tables else None
+            pair.append(float(host[col].mean()) if host is not None and len(host) else float("nan"))
+        out[col] = (pair[0], pair[1])
+    return out

@@ -22,7 +22,7 @@ import plotly.graph_objects as go
 
 from vmtwin.export.atomic import atomic_output
 from vmtwin.report import figures
-from vmtwin.report.compare import COMPARED, compare_runs
+from vmtwin.report.compare import COMPARED, compare_hosts, compare_runs
 from vmtwin.report.pools import ROOT, pool_tree, pool_usage
 from vmtwin.report.summary import vm_summary
 from vmtwin.results import Results
@@ -214,8 +214,8 @@ def _compare_table(diff: pd.DataFrame) -> str:
             for side in ("a", "b", "diff"):
                 v = r[f"{col} {side}"]
                 text = _num(v, digits)
-                if side == "diff" and not math.isnan(v) and text[0] != "-":
-                    text = "+" + text
+                if side == "diff" and not math.isnan(v):
+                    text = f"{round(v, digits) + 0.0:+.{digits}f}"
                 cells.append(_cell(text, v))
         rows.append(cells)
     return _table("compare", heads, rows)
@@ -335,7 +335,10 @@ def render_report(
         compare_html = [
             "<h2>Compared with another run</h2>",
             f'<p class="note">A = this run ({escape(str(res.path))}), B = {escape(str(other.path))}; '
-            "means over each run, VMs matched by name.</p>",
+            "means over each run, VMs matched by name. Host: "
+            + "; ".join(f"mean {escape(col)} A {_num(x, 0 if col.endswith('mhz') else 1)}, "
+                        f"B {_num(y, 0 if col.endswith('mhz') else 1)}"
+                        for col, (x, y) in compare_hosts(res, other).items()) + ".</p>",
             _compare_table(diff),
         ]
     blocks = [_figure_html(fig, fig_id, include_plotlyjs=(i == 0)) for i, (fig, fig_id) in enumerate(zip(figs, ids))]

@@ -92,11 +92,14 @@ def test_compare_side_by_side(runs, cli):
     for name in ("a", "b"):
         ra, rb = va[va.vm == name]["%RDY"].mean(), vb[vb.vm == name]["%RDY"].mean()
         # columns: %USED A, B, B-A, %RDY A, B, B-A, ...
-        assert rows[name][3:6] == [f"{ra:.1f}", f"{rb:.1f}", f"{rb - ra:+.1f}"]
+        assert rows[name][3:6] == [f"{ra:.1f}", f"{rb:.1f}", f"{round(rb - ra, 1) + 0.0:+.1f}"]
     # b's shares went from low to high: its ready time fell
     assert float(rows["b"][5]) < 0
     assert rows["only-in-b"][0] == "–" and rows["only-in-b"][2] == "–"
     assert rows["only-in-b"][1] == f"{vb[vb.vm == 'only-in-b']['%USED'].mean():.1f}"
+    ha = pq.read_table(a / "host.parquet").to_pandas()["%PCPU_UTIL"].mean()
+    hb = pq.read_table(b / "host.parquet").to_pandas()["%PCPU_UTIL"].mean()
+    assert f"host mean %PCPU_UTIL: A {ha:.1f}, B {hb:.1f}, B - A {round(hb - ha, 1) + 0.0:+.1f}" in res.stdout
 
 
 def test_compare_needs_two_results_folders(runs, cli, tmp_path):
@@ -147,5 +150,7 @@ def test_report_with_a_compare_section(runs, cli, tmp_path):
     va = pq.read_table(a / "vm.parquet").to_pandas()
     vb = pq.read_table(b / "vm.parquet").to_pandas()
     ra, rb = va[va.vm == "b"]["%RDY"].mean(), vb[vb.vm == "b"]["%RDY"].mean()
-    assert cells["b"][4:7] == [f"{ra:.1f}", f"{rb:.1f}", f"{rb - ra:+.1f}"]
+    assert cells["b"][4:7] == [f"{ra:.1f}", f"{rb:.1f}", f"{round(rb - ra, 1) + 0.0:+.1f}"]
     assert cells["only-in-b"][1] == "–"
+    ha = pq.read_table(a / "host.parquet").to_pandas()["used_mhz"].mean()
+    assert f"mean used_mhz A {ha:.0f}" in page
