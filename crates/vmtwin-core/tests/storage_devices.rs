@@ -71,8 +71,8 @@ fn ssd_latency_is_fixed_part_plus_transfer() {
     let p = SsdParams::default();
     let mut st = Storage::new(&single(DeviceSpec::Ssd(p.clone()), 32)).unwrap();
     let mut lp = Loop::default();
-    st.submit(0, 0, Op::Read, 0, 65536, 1, &mut lp);
-    st.submit(0, 0, Op::Write, 1 << 20, 4096, 2, &mut lp);
+    st.submit(0, 0, Op::Read, 0, 65536, 1, &mut lp).unwrap();
+    st.submit(0, 0, Op::Write, 1 << 20, 4096, 2, &mut lp).unwrap();
     lp.run_until(&mut st, S);
     let c = st.take_completions();
     let per_byte = 1e9 * f64::from(p.channels) / p.bytes_per_s as f64;
@@ -90,7 +90,7 @@ fn array_reads_keep_cache_affinity_per_controller_and_writes_are_mirrored() {
         let mut t = 0;
         if write_first {
             for i in 0..16u64 {
-                st.submit(t, 0, Op::Write, i * 65536, 65536, i, &mut lp);
+                st.submit(t, 0, Op::Write, i * 65536, 65536, i, &mut lp).unwrap();
                 t += MS;
                 lp.run_until(&mut st, t);
             }
@@ -98,7 +98,7 @@ fn array_reads_keep_cache_affinity_per_controller_and_writes_are_mirrored() {
         if let Some(p) = warm_path {
             let _ = p;
             for i in 0..16u64 {
-                st.submit(t, 0, Op::Read, i * 65536, 65536, 100 + i, &mut lp);
+                st.submit(t, 0, Op::Read, i * 65536, 65536, 100 + i, &mut lp).unwrap();
                 t += MS;
                 lp.run_until(&mut st, t);
             }
@@ -106,7 +106,7 @@ fn array_reads_keep_cache_affinity_per_controller_and_writes_are_mirrored() {
         st.take_completions();
         let before = st.lun_counters(0, t);
         for i in 0..16u64 {
-            st.submit(t, 0, Op::Read, i * 65536, 65536, 200 + i, &mut lp);
+            st.submit(t, 0, Op::Read, i * 65536, 65536, 200 + i, &mut lp).unwrap();
             t += MS;
             lp.run_until(&mut st, t);
         }
@@ -133,8 +133,8 @@ fn large_requests_split_and_adjacent_ones_merge() {
     let spec = single(DeviceSpec::Exponential { servers: 1, mean_service_ns: MS }, 32);
     let mut st = Storage::new(&spec).unwrap();
     let mut lp = Loop::default();
-    st.submit(0, 0, Op::Read, 0, 2 << 20, 7, &mut lp); // 2 MB -> 4 pieces of 512 kB
-    st.submit(0, 0, Op::Read, 8 << 20, (512 << 10) + 4096, 8, &mut lp); // -> 2 pieces
+    st.submit(0, 0, Op::Read, 0, 2 << 20, 7, &mut lp).unwrap(); // 2 MB -> 4 pieces of 512 kB
+    st.submit(0, 0, Op::Read, 8 << 20, (512 << 10) + 4096, 8, &mut lp).unwrap(); // -> 2 pieces
     lp.run_until(&mut st, S);
     assert_eq!(st.take_completions().len(), 2);
     let (d, l) = (st.disk_counters(0, S), st.lun_counters(0, S));
@@ -147,7 +147,7 @@ fn large_requests_split_and_adjacent_ones_merge() {
     let mut st = Storage::new(&spec).unwrap();
     let mut lp = Loop::default();
     for i in 0..64u64 {
-        st.submit(0, 0, Op::Write, i * 4096, 4096, i, &mut lp);
+        st.submit(0, 0, Op::Write, i * 4096, 4096, i, &mut lp).unwrap();
     }
     lp.run_until(&mut st, S);
     assert_eq!(st.take_completions().len(), 64);
@@ -160,7 +160,7 @@ fn large_requests_split_and_adjacent_ones_merge() {
     let mut st = Storage::new(&spec).unwrap();
     let mut lp = Loop::default();
     for i in 0..64u64 {
-        st.submit(0, 0, Op::Write, i * 8192, 4096, i, &mut lp);
+        st.submit(0, 0, Op::Write, i * 8192, 4096, i, &mut lp).unwrap();
     }
     lp.run_until(&mut st, 2 * S);
     assert_eq!(st.lun_counters(0, 2 * S).cmds, 64);
@@ -286,4 +286,20 @@ fn bad_topologies_name_the_field() {
     let mut s = base;
     s.luns[0].psp = PspSpec::Fixed { preferred: 4 };
     check(s, "storage.luns[0].psp.preferred");
+}
+
+#[test]
+fn bad_submissions_and_workloads_are_refused() {
+    let mut st = Storage::new(&single(DeviceSpec::Exponential { servers: 1, mean_service_ns: MS }, 4)).unwrap();
+    let mut lp = Loop::default();
+    assert!(st.submit(0, 5, Op::Read, 0, 4096, 1, &mut lp).unwrap_err().to_string().contains("VM disk 5"));
+    assert!(st.submit(0, 0, Op::Read, 0, 0, 1, &mut lp).unwrap_err().to_string().contains("0 bytes"));
+    assert_eq!(st.in_flight(), 0);
+    let e = st.add_workload(0, iometer(4096, 50.0, 0)).unwrap_err().to_string();
+    assert!(e.contains("workload.outstanding"), "{e}");
+    let e = st.add_workload(0, iometer(1000, 50.0, 4)).unwrap_err().to_string();
+    assert!(e.contains("workload.block_bytes"), "{e}");
+    let e = st.add_workload(0, iometer(4096, 150.0, 4)).unwrap_err().to_string();
+    assert!(e.contains("workload.read_pct"), "{e}");
+    assert!(st.add_workload(3, iometer(4096, 50.0, 4)).is_err());
 }

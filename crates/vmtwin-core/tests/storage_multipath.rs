@@ -275,7 +275,7 @@ proptest! {
             lp.run_until(&mut st, t);
             let disk = (i % 3) as u32;
             // sequential offsets per disk make merges possible
-            st.submit(t, disk, if w { Op::Write } else { Op::Read }, (i as u64) * 4096, len, i as u64, &mut lp);
+            st.submit(t, disk, if w { Op::Write } else { Op::Read }, (i as u64) * 4096, len, i as u64, &mut lp).unwrap();
             done.extend(st.take_completions());
         }
         // past every recovery: everything drains

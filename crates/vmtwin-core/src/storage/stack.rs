@@ -443,9 +443,16 @@ impl Storage {
 
     /// A request from outside (guest page cache, hypervisor swap): VM disk `disk`, direction,
     /// offset and length in bytes; it completes into [`Storage::take_completions`] with `token`.
-    pub fn submit(&mut self, now: Time, disk: u32, op: Op, offset_bytes: u64, len: u32, token: u64, sched: &mut impl IoScheduler) {
+    pub fn submit(&mut self, now: Time, disk: u32, op: Op, offset_bytes: u64, len: u32, token: u64, sched: &mut impl IoScheduler) -> VmtwinResult<()> {
+        if disk as usize >= self.disks.len() {
+            return Err(VmtwinError::Simulation(format!("I/O to VM disk {disk}: there are {} disks", self.disks.len())));
+        }
+        if len == 0 {
+            return Err(VmtwinError::Simulation(format!("I/O of 0 bytes to VM disk '{}'", self.disk_names[disk as usize])));
+        }
         self.accept(now, disk, op, offset_bytes, len, Owner::External(token));
         self.dispatch(now, self.disks[disk as usize].lun, sched);
+        Ok(())
     }
 
     /// Generator `g` issues; the LUN dispatches unless the caller will (a completion does).
