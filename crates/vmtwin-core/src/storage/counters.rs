@@ -104,6 +104,7 @@ impl DiskCounters {
 
     /// A copy with the integrals brought up to `now` (for sampling).
     pub fn at(&self, now: Time) -> DiskCounters {
+        assert!(now >= self.level_at, "counters sampled at {now} ns, before their last change at {} ns", self.level_at);
         let mut c = *self;
         c.level(now, 0, 0);
         c
