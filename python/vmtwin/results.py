@@ -177,10 +177,12 @@ _PARQUET_OPTIONS: dict[str, Any] = {
 
 
 #: Rows per Parquet row group. Groups are cut at fixed row counts, never where a run was stepped
-#: or drained, so the bytes depend only on the rows; 65,536 rows keep a writer's buffer near
-#: 10 MB for the widest table (the vcpu table, about 150 bytes a row) and DuckDB still reads a
-#: group per thread.
-ROW_GROUP_ROWS = 1 << 16
+#: or drained, so the bytes depend only on the rows. The size trades the writer's buffers (which
+#: grow with it) against the footer's metadata, which the writer holds until the file closes
+#: and which grows by about 20 KB per row group: with 1,024 VMs at 2 s sampling, 65,536-row
+#: groups let peak memory grow by 1.2 MB per simulated hour, 131,072-row groups by 0.8 MB on a
+#: base 30 MB higher (benchmarks/bench_memory.py).
+ROW_GROUP_ROWS = 1 << 17
 
 #: Engine columns where NaN means "none" (no limit): stored as NULL, so SQL's ``WHERE
 #: limit_mhz > 0`` and ``max(limit_mhz)`` see only real limits.
