@@ -63,6 +63,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "vmtwin.analytics.cli",
     "vmtwin.methodology.cli",
     "vmtwin.manage.cli",
+    "vmtwin.sweep.cli",
 )
 
 # piped output keeps whole lines (rich would otherwise cut table cells at 80 columns)

@@ -1,0 +1,137 @@
+"""What a sweep keeps of each run, the metrics computed from it, and their confidence intervals.
+
+Per run, each sampled counter is reduced to its **mean over the run's samples** for each entity:
+one row per VM (``vm`` table: %USED, %RUN, %RDY, %MLMTD, %WAIT, %VMWAIT, %IDLE, used, entitlement
+and demand MHz), per vCPU (``vcpu`` table: the % counters) and for the host (``host`` table). The
+samples are those of the run's sample interval, equally spaced, so the mean of a % counter over
+the samples is the counter over the whole run (esxtop's % over a longer interval).
+
+A **metric** turns one run into one number:
+
+``max(vcpu.%RDY)``
+    the largest per-vCPU run mean: "any vCPU's %RDY" (what ``vmtwin plan`` bounds by default);
+``mean(vm.%USED)``, ``min(...)``, ``sum(...)``
+    the mean, least or total over the VMs (or vCPUs) of their run means;
+``vm[web-1].%RDY``
+    one VM's run mean;
+``host.%PCPU_UTIL``
+    the host's run mean.
+
+Replications of a point are summarised per metric by their mean, sample standard deviation and a
+two-sided confidence interval from Student's t with n-1 degrees of freedom (the replications are
+independent runs with independent seeds; the t interval assumes their metric is roughly normal,
+which a mean over many samples usually is). With one replication there is no interval (NaN).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+import pyarrow as pa
+
+from vmtwin.exceptions import scenario_error
+
+__all__ = ["Metric", "parse_metric", "reduce_run", "metric_values", "t_interval", "DEFAULT_METRICS", "CONFIDENCE"]
+
+#: Two-sided confidence of the intervals in summaries and plans.
+CONFIDENCE = 0.95
+
+#: Metrics every summary holds (a sweep file's ``metrics`` and ``--metric`` add more).
+DEFAULT_METRICS = ("max(vcpu.%RDY)", "mean(vm.%RDY)", "mean(vm.%USED)", "host.%PCPU_UTIL")
+
+_AGGS = ("max", "mean", "min", "sum")
+_AGG_RE = re.compile(r"^(max|mean|min|sum)\((vm|vcpu)\.([^()]+)\)$")
+_VM_RE = re.compile(r"^vm\[([^\]]+)\]\.(.+)$")
+_HOST_RE = re.compile(r"^host\.(.+)$")
+_ALLOWED = ("max|mean|min|sum(vm.COUNTER or vcpu.COUNTER), vm[NAME].COUNTER or host.COUNTER, "
+            "e.g. max(vcpu.%RDY)")
+
+# Columns that identify rows rather than measure anything.
+_KEYS = {"vm": ("vm_id", "vm", "vcpus"), "vcpu": ("vm_id", "vm", "vcpu"), "host": ()}
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A parsed metric: the table, the counter, and how entities are combined (or which VM)."""
+
+    text: str
+    table: str
+    counter: str
+    agg: Optional[str] = None
+    vm: Optional[str] = None
+
+
+def parse_metric(text: str) -> Metric:
+    """Parse ``max(vcpu.%RDY)``, ``vm[NAME].%USED`` or ``host.%PCPU_UTIL``."""
+    s = text.strip() if isinstance(text, str) else ""
+    if m := _AGG_RE.match(s):
+        return Metric(s, m.group(2), m.group(3), agg=m.group(1))
+    if m := _VM_RE.match(s):
+        return Metric(s, "vm", m.group(2), vm=m.group(1))
+    if m := _HOST_RE.match(s):
+        return Metric(s, "host", m.group(1))
+    raise scenario_error("metric", text, _ALLOWED)
+
+
+def _measured(table: pa.Table, name: str) -> list[str]:
+    """Counters kept of a sampled table: the % counters and MHz figures (not cumulative ns)."""
+    return [c for c in table.column_names
+            if c not in _KEYS[name] and c != "time_s" and (c.startswith("%") or c.endswith("_mhz")
+                                                           or c == "ready_vcpus")]
+
+
+def reduce_run(tables: dict[str, pa.Table]) -> dict[str, pa.Table]:
+    """Each entity's mean over the run's samples: ``{"vm", "vcpu", "host"}`` small tables.
+
+    Rows are ordered by engine VM id (and vCPU), whatever order the samples came in.
+    """
+    out = {}
+    for name in ("vm", "vcpu", "host"):
+        t = tables[name]
+        cols = _measured(t, name)
+        keys = [k for k in _KEYS[name] if k in t.column_names]
+        df = t.select(keys + cols).to_pandas()
+        if keys:
+            order = [k for k in keys if k != "vm" and k != "vcpus"]
+            agg = df.groupby(order, sort=True).agg({**{k: "first" for k in keys if k not in order},
+                                                    **{c: "mean" for c in cols}}).reset_index()
+            agg = agg[keys + cols]
+        else:
+            agg = df[cols].mean().to_frame().T
+        out[name] = pa.Table.from_pandas(agg, preserve_index=False).replace_schema_metadata(None)
+    return out
+
+
+def metric_values(metric: Metric, run: dict[str, pa.Table]) -> float:
+    """The metric of one run (its reduced tables)."""
+    t = run[metric.table]
+    if metric.counter not in t.column_names:
+        raise scenario_error("metric", metric.text, f"a counter of the {metric.table} table: "
+                             + ", ".join(_measured(t, metric.table)))
+    values = np.asarray(t.column(metric.counter).to_numpy(zero_copy_only=False), dtype=float)
+    if metric.table == "host":
+        return float(values[0])
+    if metric.vm is not None:
+        names = t.column("vm").to_pylist()
+        if metric.vm not in names:
+            raise scenario_error("metric", metric.text, "a VM of the scenario: " + ", ".join(names[:20]))
+        return float(values[names.index(metric.vm)])
+    return float(getattr(np, metric.agg)(values)) if len(values) else math.nan
+
+
+def t_interval(values: np.ndarray, confidence: float = CONFIDENCE) -> tuple[int, float, float, float, float]:
+    """``(n, mean, sd, low, high)`` of replications: Student's t interval, NaN for n < 2."""
+    from scipy import stats
+
+    v = np.asarray(values, dtype=float)
+    n = len(v)
+    mean = float(v.mean()) if n else math.nan
+    if n < 2:
+        return n, mean, math.nan, math.nan, math.nan
+    sd = float(v.std(ddof=1))
+    half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * sd / math.sqrt(n)
+    return n, mean, sd, mean - half, mean + half

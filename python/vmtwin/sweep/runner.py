@@ -1,0 +1,128 @@
+"""Running a sweep's runs: in this process, on a local process pool, or on a Ray cluster.
+
+Every run is independent (its own scenario and seed), so the backends differ only in where runs
+execute; results are put back in the sweep's fixed order, so the dataset is the same whatever
+the backend and the number of workers. The pool uses ``spawn`` workers (a fresh interpreter
+each: nothing inherited from the parent's threads); each worker imports vmtwin once and runs
+many tasks. On Ctrl-C, pending runs are cancelled and the workers stopped before the interrupt
+goes on (nothing has been written at that point: the dataset is written after the last run).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
+from typing import Callable, Optional, Sequence
+
+import pyarrow as pa
+
+from vmtwin.exceptions import VmtwinError
+from vmtwin.sweep.spec import Task
+
+__all__ = ["run_task", "run_tasks", "BACKENDS"]
+
+BACKENDS = ("local", "ray")
+
+Progress = Optional[Callable[[int, int], None]]
+
+
+def run_task(task: Task) -> dict[str, pa.Table]:
+    """Run one point of the grid with its seed; the run reduced to per-entity means."""
+    from vmtwin.scenario import parse_scenario
+    from vmtwin.simulation import Simulation
+    from vmtwin.sweep.metrics import reduce_run
+
+    sc = parse_scenario(task.scenario, base_dir=task.base_dir, name=f"grid point {task.point}")
+    sim = Simulation(sc, seed=task.seed, duration=task.duration)
+    sim.run()
+    return reduce_run(sim.tables())
+
+
+def run_tasks(tasks: Sequence[Task], *, backend: str = "local", workers: Optional[int] = None,
+              address: Optional[str] = None, progress: Progress = None) -> list[dict[str, pa.Table]]:
+    """Run every task; results in the tasks' order.
+
+    Parameters
+    ----------
+    backend : "local" or "ray"
+        ``local``: ``workers`` processes (1: in this process, no pool). ``ray``: the cluster at
+        ``address`` (``HOST:PORT`` of its head, as ``ray start --head`` prints it).
+    progress : callable, optional
+        ``progress(done, total)`` after each run.
+    """
+    if backend not in BACKENDS:
+        raise VmtwinError(f"--backend: got {backend!r}; allowed: {', '.join(BACKENDS)}")
+    if backend == "ray":
+        return _run_ray(tasks, address, progress)
+    workers = workers or os.cpu_count() or 1
+    if workers < 1:
+        raise VmtwinError(f"--workers: got {workers}; allowed: an integer of at least 1")
+    if workers == 1 or len(tasks) <= 1:
+        results = []
+        for task in tasks:
+            results.append(run_task(task))
+            if progress:
+                progress(len(results), len(tasks))
+        return results
+    return _run_pool(tasks, workers, progress)
+
+
+def _run_pool(tasks: Sequence[Task], workers: int, progress: Progress) -> list[dict[str, pa.Table]]:
+    ctx = multiprocessing.get_context("spawn")
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=ctx)
+    try:
+        futures = [pool.submit(run_task, t) for t in tasks]
+        pending = set(futures)
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_EXCEPTION)
+            for f in done:
+                if f.exception() is not None:
+                    raise f.exception()
+            if progress:
+                progress(len(futures) - len(pending), len(futures))
+        return [f.result() for f in futures]
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        for p in list((getattr(pool, "_processes", None) or {}).values()):  # running runs: stop them now
+            p.terminate()
+        raise
+    finally:
+        pool.shutdown(wait=True)
+
+
+def _run_ray(tasks: Sequence[Task], address: Optional[str], progress: Progress) -> list[dict[str, pa.Table]]:
+    try:
+        import ray
+    except ImportError:
+        raise VmtwinError("--backend ray needs Ray: pip install 'vmtwin[ray]' (or pip install 'ray[default]')") \
+            from None
+    if not address:
+        raise VmtwinError("--backend ray needs --address HOST:PORT (the head node's address, "
+                          "as printed by `ray start --head`)")
+    started_here = not ray.is_initialized()
+    if started_here:
+        try:
+            ray.init(address=address, logging_level="ERROR", log_to_driver=False)
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            raise VmtwinError(f"--address {address}: cannot connect to a Ray cluster there: {exc}") from None
+    try:
+        remote = ray.remote(run_task)
+        refs = [remote.remote(t) for t in tasks]
+        index = {ref: i for i, ref in enumerate(refs)}
+        results: list = [None] * len(refs)
+        pending = list(refs)
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1)
+            for ref in ready:
+                results[index[ref]] = ray.get(ref)
+            if progress:
+                progress(len(refs) - len(pending), len(refs))
+        return results
+    except BaseException:
+        for ref in refs if "refs" in locals() else []:
+            ray.cancel(ref, force=True)
+        raise
+    finally:
+        if started_here:
+            ray.shutdown()
