@@ -1,8 +1,9 @@
 """Ctrl-C while the engine is being built is honoured before construction ends.
 
 The bindings check for signals between VM admissions (every 16 VMs). Parsing the engine spec
-(JSON) cannot be interrupted, so a SIGINT sent early takes effect once parsing is done, well
-before the admissions of 100,000 VMs would have finished.
+(JSON) cannot be interrupted, so the spec here is short to parse and long to admit: 8,000 VMs of
+16 vCPUs each. A SIGINT sent early stops construction well before the admissions would have
+finished.
 """
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ import pytest
 
 from vmtwin import _core
 
-VMS = 100_000
+VMS = 8_000
 
 
 def _spec_json() -> str:
-    vm = {"pool": None, "vcpus": 1, "memory_bytes": 0, "shares": 1000, "reservation_mhz": 0, "limit_mhz": None,
+    vm = {"pool": None, "vcpus": 16, "memory_bytes": 0, "shares": 1000, "reservation_mhz": 0, "limit_mhz": None,
           "power_on_ns": 0, "workload": {"kind": "cpu_bound", "duty": 0.5, "burst_ns": 10_000_000, "burst_dist": "fixed"}}
     return json.dumps({
         "seed": 1, "duration_ns": 10**12, "sample_interval_ns": 2 * 10**9,
@@ -50,4 +51,4 @@ def test_ctrl_c_while_building_the_engine():
         time.sleep(5)  # (only reached if the interrupt was missed inside the constructor)
     took = time.perf_counter() - start
     killer.wait()
-    assert took < 0.8 * full, f"interrupted after {took:.2f} s of a {full:.2f} s construction"
+    assert took < 0.5 * full, f"interrupted after {took:.2f} s of a {full:.2f} s construction"
