@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -138,6 +139,7 @@ def _cmd_query(args: argparse.Namespace) -> int:
         cypher, params = nq.cypher, nq.bind(given)
     else:
         cypher, params = args.query, {k: _typed(v) for k, v in given.items()}
+        _check_parameters(cypher, params)
     with open_graph(args.graph) as g:
         res = g.query(cypher, params)
     if args.export:
@@ -151,6 +153,22 @@ def _cmd_query(args: argparse.Namespace) -> int:
 
         out.print(f"wrote {len(res.rows):,} rows to {args.export}")
     return 0
+
+
+_STRING_LITERAL = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|`[^`]*`")
+_PARAMETER = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _check_parameters(cypher: str, params: dict) -> None:
+    """Every ``$name`` in the text is given and every given one is used (the engine would read a
+    missing one as NULL and answer nothing, and ignore an extra one)."""
+    used = set(_PARAMETER.findall(_STRING_LITERAL.sub("''", cypher)))
+    missing, extra = sorted(used - set(params)), sorted(set(params) - used)
+    if missing:
+        raise VmtwinError(f"query {cypher.strip()!r}: parameter ${missing[0]} not given; allowed: --param {missing[0]}=VALUE")
+    if extra:
+        raise VmtwinError(f"--param {extra[0]}: got a parameter the query does not use; allowed: "
+                          f"{', '.join(sorted(used)) or 'none (the query has no $parameters)'}")
 
 
 def _typed(value: str):

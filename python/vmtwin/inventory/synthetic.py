@@ -69,6 +69,8 @@ class SyntheticSpec:
         if not MIN_ENTITIES <= self.entities <= MAX_ENTITIES:
             raise scenario_error("synthetic.entities", self.entities,
                                  f"an integer from {MIN_ENTITIES} to {MAX_ENTITIES}")
+        if self.seed < 0:
+            raise scenario_error("synthetic.seed", self.seed, "an integer, 0 or more")
         for name in ("linked_clone_fraction", "cross_cluster_family_fraction", "single_network_fraction",
                      "single_datastore_fraction", "overloaded_fraction", "admin_fraction"):
             v = getattr(self, name)

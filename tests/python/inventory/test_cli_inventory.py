@@ -110,6 +110,22 @@ def test_bad_csv_exits_2_and_writes_nothing(tmp_path, capsys, sheet, edit, flags
     assert sorted(p.name for p in tmp_path.iterdir()) == ["export"]  # no graph, no temporary folder
 
 
+def test_cypher_parameters_must_match_the_text(fig1, capsys):
+    q = "MATCH (h:Host) WHERE h.name = $host AND h.uuid <> '$notparam' RETURN h.name"
+    bad(capsys, ["inventory", "cypher", str(fig1), q], "parameter $host not given")
+    bad(capsys, ["inventory", "cypher", str(fig1), q, "--param", "host=H1", "--param", "hots=H2"],
+        "--param hots: got a parameter the query does not use; allowed: host")
+    assert main(["inventory", "cypher", str(fig1), q, "--param", "host=H1", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == [{"h.name": "H1"}]
+
+
+def test_bad_synthetic_size_and_seed(tmp_path, capsys):
+    bad(capsys, ["inventory", "load", "--synthetic", "50", "-o", str(tmp_path / "g")], "synthetic.entities: got 50")
+    bad(capsys, ["inventory", "load", "--synthetic", "500", "--seed", "-1", "-o", str(tmp_path / "g")],
+        "synthetic.seed: got -1")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_existing_output_is_kept_without_force(fig1, capsys):
     before = (fig1 / "graph.lbug").stat().st_mtime_ns
     bad(capsys, ["inventory", "load", "--synthetic", "500", "-o", str(fig1)], "already exists")
