@@ -77,32 +77,41 @@ def parse_metric(text: str) -> Metric:
     raise scenario_error("metric", text, _ALLOWED)
 
 
+#: Settings rather than measurements: a sweep's coordinates say what they were.
+_SETTINGS = ("reservation_mhz", "limit_mhz", "capacity_mhz")
+
+
 def _measured(table: pa.Table, name: str) -> list[str]:
     """Counters kept of a sampled table: the % counters and MHz figures (not cumulative ns)."""
     return [c for c in table.column_names
-            if c not in _KEYS[name] and c != "time_s" and (c.startswith("%") or c.endswith("_mhz")
-                                                           or c == "ready_vcpus")]
+            if c not in _KEYS[name] and c != "time_s" and c not in _SETTINGS
+            and (c.startswith("%") or c.endswith("_mhz") or c == "ready_vcpus")]
 
 
 def reduce_run(tables: dict[str, pa.Table]) -> dict[str, pa.Table]:
     """Each entity's mean over the run's samples: ``{"vm", "vcpu", "host"}`` small tables.
 
-    Rows are ordered by engine VM id (and vCPU), whatever order the samples came in.
+    Rows are ordered by engine VM id (and vCPU), whatever order the samples came in; sums run
+    in sample order (``numpy.bincount``), so the result is the same wherever the run ran.
     """
     out = {}
     for name in ("vm", "vcpu", "host"):
         t = tables[name]
         cols = _measured(t, name)
-        keys = [k for k in _KEYS[name] if k in t.column_names]
-        df = t.select(keys + cols).to_pandas()
-        if keys:
-            order = [k for k in keys if k != "vm" and k != "vcpus"]
-            agg = df.groupby(order, sort=True).agg({**{k: "first" for k in keys if k not in order},
-                                                    **{c: "mean" for c in cols}}).reset_index()
-            agg = agg[keys + cols]
-        else:
-            agg = df[cols].mean().to_frame().T
-        out[name] = pa.Table.from_pandas(agg, preserve_index=False).replace_schema_metadata(None)
+        if name == "host":
+            out[name] = pa.table({c: pa.array([float(np.mean(t.column(c).to_numpy(zero_copy_only=False)))],
+                                              pa.float64()) for c in cols})
+            continue
+        key = t.column("vm_id").to_numpy(zero_copy_only=False).astype(np.int64)
+        if name == "vcpu":
+            key = key * (1 << 20) + t.column("vcpu").to_numpy(zero_copy_only=False).astype(np.int64)
+        _, first, inv = np.unique(key, return_index=True, return_inverse=True)
+        counts = np.bincount(inv)
+        body = {k: t.column(k).take(pa.array(first)) for k in _KEYS[name] if k in t.column_names}
+        for c in cols:
+            values = t.column(c).to_numpy(zero_copy_only=False).astype(np.float64)
+            body[c] = pa.array(np.bincount(inv, weights=values) / counts, pa.float64())
+        out[name] = pa.table(body)
     return out
 
 
