@@ -56,14 +56,15 @@ _UNLIMITED = ("unlimited", "none")
 def _as_scenario(scenario: ScenarioLike) -> Scenario:
     """A scenario from a Scenario, a dict, a path, or YAML text.
 
-    A ``str`` naming an existing file is a path; a ``str`` with a line break or a ``key:`` is
-    YAML text; anything else is taken as a path (and refused if there is no such file).
+    A ``str`` naming an existing file is a path; a ``str`` with a line break, a ``key: value``
+    or a ``{`` is YAML text; anything else is taken as a path (and refused if there is no such
+    file).
     """
     if isinstance(scenario, Scenario):
         return scenario
     if isinstance(scenario, dict):
         return parse_scenario(scenario)
-    if isinstance(scenario, str) and ("\n" in scenario or ":" in scenario):
+    if isinstance(scenario, str) and ("\n" in scenario or ": " in scenario or scenario.lstrip().startswith("{")):
         try:
             is_file = Path(scenario).is_file()
         except (OSError, ValueError):  # too long for a path, a NUL byte: not a file
@@ -98,8 +99,8 @@ class Simulation:
     Parameters
     ----------
     scenario : Scenario, path, YAML text or dict
-        What to simulate. A ``str`` naming an existing file, or with no line break and no
-        ``key:``, is a path; otherwise it is YAML text.
+        What to simulate. A ``str`` naming an existing file, or with no line break, no
+        ``key: value`` and no leading ``{``, is a path; otherwise it is YAML text.
     seed : int, optional
         Overrides the scenario's seed.
     duration : str or float, optional

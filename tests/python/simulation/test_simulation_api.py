@@ -400,6 +400,10 @@ def test_simulation_accepts_yaml_text_and_paths(tmp_path):
     assert Simulation(path).scenario.name == "stepped" == Simulation(str(path)).scenario.name
     with pytest.raises(vmtwin.ScenarioError, match="no-such.yaml"):
         Simulation(str(tmp_path / "no-such.yaml"))
+    with pytest.raises(vmtwin.ScenarioError, match="odd:name.yaml"):  # a path, though it has a colon
+        Simulation(str(tmp_path / "odd:name.yaml"))
+    one_line = "{name: flow, duration: 4s, host: {cores_per_llc: 1}, vms: [{name: a, workload: {type: idle}}]}"
+    assert Simulation(one_line).scenario.name == "flow"
     with pytest.raises(vmtwin.ScenarioError, match="duration"):
         Simulation(STEPPED.replace("duration: 60s", "duration: soon"))
 
