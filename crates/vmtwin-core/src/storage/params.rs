@@ -22,9 +22,10 @@ pub struct StackParams {
     /// rounding, research/storage.md C1.3) same-VM commands, consecutive in start-tag order, go
     /// to the device as one command ([K] §4.3.1, Algorithm 1). Default 1 (no merging).
     pub merge_omega: f64,
-    /// Merge only commands of one direction that are contiguous on disk (the VMM can only
-    /// coalesce what is adjacent), dimensionless flag. Default true: chosen; false merges any
-    /// same-VM neighbours in tag order as Kraft's model does (a calibration, not a mechanism).
+    /// Merge only commands contiguous on disk (the VMM can only coalesce what is adjacent),
+    /// dimensionless flag. Default true: chosen; false merges any same-VM neighbours in tag order
+    /// as Kraft's model does (a calibration, not a mechanism). Merged commands always share a
+    /// direction.
     pub merge_contiguous_only: bool,
 }
 

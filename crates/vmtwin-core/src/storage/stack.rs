@@ -637,8 +637,9 @@ impl Storage {
             let t = &self.cmds[tail as usize];
             let nc = &self.cmds[c as usize];
             let total = self.cmds[head as usize].bundle_len + nc.len;
-            let adjacent = nc.op == t.op && nc.lba == t.lba + u64::from(t.len).div_ceil(SECTOR_BYTES);
-            if other_first || total > self.params.split_bytes || (self.params.merge_contiguous_only && !adjacent) {
+            // one device command has one direction; adjacency is required unless merging is Kraft's calibration
+            let adjacent = nc.lba == t.lba + u64::from(t.len).div_ceil(SECTOR_BYTES);
+            if other_first || nc.op != t.op || total > self.params.split_bytes || (self.params.merge_contiguous_only && !adjacent) {
                 break;
             }
             lun.queues[class].pop_front();
