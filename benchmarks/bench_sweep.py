@@ -46,6 +46,7 @@ vms:
 """
 GRID = {"vms[0].count": [2, 3, 4, 5, 6], "vms[1].workload.duty": [0.3, 0.5, 0.7, 0.9, 1.0]}
 REPLICATIONS = 8  # 25 points x 8 = 200 runs
+REPEAT = 3  # passes of each worker count; the best is reported (the least disturbed by others' load)
 
 
 def commit() -> str:
@@ -60,22 +61,27 @@ def main() -> int:
     sweep = build_sweep(parse_scenario(BASE), GRID, replications=REPLICATIONS, seed=1)
     runs = len(sweep.points) * sweep.replications
     load_before = os.getloadavg()
-    wall, tables = {}, {}
-    for workers in (1, 2):
+    walls: dict[int, list[float]] = {1: [], 2: []}
+    tables = {}
+    for workers in (1, 2) * REPEAT:  # alternated, so a change in the others' load hits both
         start = time.perf_counter()
         tables[workers] = run_sweep(sweep, workers=workers)
-        wall[workers] = time.perf_counter() - start
-        print(f"{runs} runs on {workers} worker(s): {wall[workers]:.1f} s", flush=True)
+        walls[workers].append(time.perf_counter() - start)
+        print(f"{runs} runs on {workers} worker(s): {walls[workers][-1]:.1f} s", flush=True)
     load_after = os.getloadavg()
     same = all(tables[1][k].equals(tables[2][k]) for k in tables[1])
-    speedup = wall[1] / wall[2]
-    print(f"speed-up 2 vs 1 workers: {speedup:.2f}x (target {TARGET_SPEEDUP}x); datasets equal: {same}")
+    best = {w: min(v) for w, v in walls.items()}
+    speedup = best[1] / best[2]
+    cold = walls[1][0] / walls[2][0]
+    print(f"speed-up 2 vs 1 workers (best of {REPEAT}): {speedup:.2f}x, first pass (fork server starting): "
+          f"{cold:.2f}x (target {TARGET_SPEEDUP}x); datasets equal: {same}")
     print(f"load average (1 min) before {load_before[0]:.1f}, after {load_after[0]:.1f} on {os.cpu_count()} CPUs"
-          " -- under load above the CPU count this figure is not trustworthy")
+          " -- under a load above the CPU count this figure is not trustworthy")
     record = {
         "benchmark": "sweep-200", "commit": commit(), "machine": platform.machine(), "cpus": os.cpu_count(),
-        "runs": runs, "simulated_s_per_run": 600, "wall_1_worker_s": round(wall[1], 2),
-        "wall_2_workers_s": round(wall[2], 2), "speedup": round(speedup, 3), "target_speedup": TARGET_SPEEDUP,
+        "runs": runs, "simulated_s_per_run": 600, "repeat": REPEAT,
+        "wall_1_worker_s": [round(x, 2) for x in walls[1]], "wall_2_workers_s": [round(x, 2) for x in walls[2]],
+        "speedup_best": round(speedup, 3), "speedup_first_pass": round(cold, 3), "target_speedup": TARGET_SPEEDUP,
         "meets_target": speedup >= TARGET_SPEEDUP, "datasets_equal": same,
         "load_average_before": [round(x, 2) for x in load_before],
         "load_average_after": [round(x, 2) for x in load_after],

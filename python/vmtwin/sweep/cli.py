@@ -74,7 +74,6 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 
     from vmtwin.cli import out
     from vmtwin.scenario import load_scenario
-    from vmtwin.sweep import sweep_info  # noqa: F401 - same package, loaded with it
     from vmtwin.sweep.dataset import check_destination, write_dataset
     from vmtwin.sweep.metrics import CONFIDENCE
     from vmtwin.sweep.plan import plan_capacity, plan_info

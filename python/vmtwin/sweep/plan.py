@@ -35,7 +35,7 @@ import pyarrow as pa
 
 from vmtwin.exceptions import scenario_error
 from vmtwin.scenario import Scenario, parse_scenario
-from vmtwin.sweep.metrics import CONFIDENCE, parse_metric, t_interval
+from vmtwin.sweep.metrics import CONFIDENCE, DEFAULT_METRICS, metric_values, parse_metric, t_interval
 from vmtwin.sweep.spec import Sweep, Task, derive_seed
 
 __all__ = ["Evaluation", "Plan", "plan_capacity", "plan_info"]
@@ -148,8 +148,6 @@ def plan_capacity(base: Scenario, profile: str, *, metric: str = DEFAULT_METRIC,
         tasks = [Task(0, k, r, derive_seed(seed, {COORD: k}, r), ((COORD, k),), d, bdir, duration)
                  for r in range(seeds)]
         results = run_tasks(tasks, backend=backend, workers=workers, address=address)
-        from vmtwin.sweep.metrics import metric_values
-
         values = [metric_values(m, r) for r in results]
         n, mean, sd, low, high = t_interval(np.array(values))
         ev = Evaluation(k, [t.seed for t in tasks], values, n, mean, sd, low, high, bool(mean <= bound))
@@ -192,8 +190,6 @@ def plan_capacity(base: Scenario, profile: str, *, metric: str = DEFAULT_METRIC,
                   all_tasks[i].scenario, bdir, duration) for j, i in enumerate(order)]
     sweep = Sweep(name=f"plan-{profile}", base=base, base_dir=None, grid={COORD: ks}, replications=seeds,
                   seed=seed, duration=duration, metrics=[m.text], points=[{COORD: k} for k in ks])
-    from vmtwin.sweep.metrics import DEFAULT_METRICS
-
     metrics = [parse_metric(t) for t in dict.fromkeys([m.text, *DEFAULT_METRICS])]
     tables = build_tables(sweep, tasks, [all_results[i] for i in order], metrics)
     return Plan(profile, m.text, float(bound), lo, capped, evaluated[lo], above, steps, tables)

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
+import signal
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Callable, Optional, Sequence
 
 import pyarrow as pa
@@ -72,15 +73,21 @@ def run_tasks(tasks: Sequence[Task], *, backend: str = "local", workers: Optiona
     return _run_pool(tasks, workers, progress)
 
 
+def _ignore_sigint() -> None:
+    """Workers leave Ctrl-C (sent to the whole terminal process group) to the parent, which
+    stops them: no traceback from each worker."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _run_pool(tasks: Sequence[Task], workers: int, progress: Progress) -> list[dict[str, pa.Table]]:
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(list(_PRELOAD))
-    pool = ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=ctx)
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=ctx, initializer=_ignore_sigint)
     try:
         futures = [pool.submit(run_task, t) for t in tasks]
         pending = set(futures)
         while pending:
-            done, pending = wait(pending, return_when=FIRST_EXCEPTION)
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for f in done:
                 if f.exception() is not None:
                     raise f.exception()

@@ -245,7 +245,6 @@ def build_sweep(base: Scenario, grid: Any, *, replications: Any = 1, seed: Any =
 def _validate_points(sweep: Sweep) -> None:
     """Load every point's scenario once, so a value the scenario refuses stops the sweep before
     anything runs (and a duration override is checked too)."""
-    from vmtwin.simulation import Simulation  # noqa: F401 - the same checks a run makes
     from vmtwin import units
 
     if sweep.duration is not None:

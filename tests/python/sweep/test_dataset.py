@@ -106,3 +106,26 @@ def test_plot_arguments_checked_before_running(tmp_path, base_file, capsys):
                  "--plot-metric", "vm[busy-1].%RDY"]) == 0
     html = (tmp_path / "o" / "report.html").read_text()
     assert "vm[busy-1].%RDY against host.cores_per_llc" in html
+
+
+def test_ctrl_c_leaves_nothing(tmp_path, base_file):
+    """Ctrl-C in a terminal reaches the command and its workers: exit 130, no folder, no temp."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    (tmp_path / "base.yaml").write_text(BASE_YAML.replace("duration: 1s", "duration: 20min"))
+    sw = write_sweep_file(tmp_path, "host.cores_per_llc: [2, 3, 4, 5]\n", replications=20)
+    vmtwin = str(Path(sys.executable).parent / "vmtwin")
+    proc = subprocess.Popen([vmtwin, "sweep", sw, "-o", str(tmp_path / "out"), "--workers", "2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    time.sleep(4)  # past start-up: the pool is running
+    assert proc.poll() is None, proc.communicate()
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "interrupted" in err and "Traceback" not in err, err
+    assert not (tmp_path / "out").exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
