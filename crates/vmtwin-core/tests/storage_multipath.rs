@@ -247,6 +247,7 @@ proptest! {
     fn path_failures_lose_no_io(
         seed in 0u64..1000,
         psp_kind in 0u8..4,
+        device_kind in 0u8..3,
         omega in prop::sample::select(vec![1.0, 2.5, 4.0]),
         failures in prop::collection::vec((0u32..4, 0u64..200_000, 1u64..100_000), 0..8),
         sizes in prop::collection::vec((1u32..2048, any::<bool>(), 0u64..200_000), 1..300),
@@ -261,6 +262,12 @@ proptest! {
         spec.params.merge_omega = omega;
         spec.params.merge_contiguous_only = omega < 3.0;
         spec.luns[0].dqlen = 8;
+        // the array, or a spinning disk (its on-board queue keeps serving aborted commands), or an SSD
+        match device_kind {
+            1 => spec.luns[0].device = DeviceSpec::Hdd(HddParams { queue_depth: 8, ..HddParams::default() }),
+            2 => spec.luns[0].device = DeviceSpec::Ssd(SsdParams::default()),
+            _ => {}
+        }
         let mut st = Storage::new(&spec).unwrap();
         let mut lp = Loop::default();
         st.start(0, &mut lp);
@@ -279,20 +286,20 @@ proptest! {
             done.extend(st.take_completions());
         }
         // past every recovery: everything drains
-        lp.run_until(&mut st, 10 * S);
+        lp.run_until(&mut st, 60 * S);
         done.extend(st.take_completions());
         let mut tokens: Vec<u64> = done.iter().map(|c| c.token).collect();
         tokens.sort();
         prop_assert_eq!(tokens, (0..subs.len() as u64).collect::<Vec<_>>(), "every request completes exactly once");
         prop_assert_eq!(st.in_flight(), 0);
-        let lun = st.lun_counters(0, 10 * S);
+        let lun = st.lun_counters(0, 60 * S);
         prop_assert_eq!((lun.actv, lun.qued), (0, 0));
-        let aborted: u64 = (0..4).map(|p| st.path_counters(p, 10 * S).aborts).sum();
+        let aborted: u64 = (0..4).map(|p| st.path_counters(p, 60 * S).aborts).sum();
         prop_assert_eq!(aborted, lun.aborts);
         for c in &done {
             prop_assert!(c.done >= c.issued);
         }
-        let disk_cmds: u64 = (0..3).map(|d| st.disk_counters(d, 10 * S).cmds).sum();
+        let disk_cmds: u64 = (0..3).map(|d| st.disk_counters(d, 60 * S).cmds).sum();
         prop_assert_eq!(disk_cmds, subs.len() as u64);
     }
 }
