@@ -1,0 +1,972 @@
+//! One host's memory: machine pages per NUMA node, the VMs' pmaps, and the reclamation loop.
+//!
+//! **Machine memory** is a free list of machine pages (MPNs) per NUMA node; a VM allocates from
+//! its home node first. ESX's own memory (`host_overhead_pages`) and each VM's overhead memory
+//! (frame buffer, pmap, shadow page tables [S1 §6.1]) are taken at construction and power-on.
+//! Every machine page is in exactly one place: free, host or VM overhead, a VM's regular page,
+//! a shared frame, a VM's compression cache, or an asynchronous swap-out still being written.
+//!
+//! **Guest accesses** ([`MemHost::read`], [`MemHost::write`]) go through the pmap. A backed
+//! page is a hit (a write to a shared page breaks copy-on-write: a private copy, one reference
+//! fewer). An unbacked page faults and is backed by a free machine page: a first touch gets the
+//! contents the guest puts there at boot (the content model's layout), a ballooned page "pops"
+//! the balloon and gets a zeroed page [S1 §3.2], a compressed page is decompressed (a short
+//! stall), and a swapped page is read back from the swap device *synchronously*: the access
+//! returns [`Access::SwapWait`] with the completion time, which the CPU side turns into the
+//! vCPU's %SWPWT. If the VM is blocked (low state, above its target) or no machine page is
+//! free, the access returns [`Access::Blocked`]: nothing happened, retry at the given time. A
+//! VM is never killed or suspended.
+//!
+//! **The tick** (every `tick_ns`, 1 s) runs the policy: the sharing scanner examines random
+//! pages of every VM; VMs whose sampling period ended fold their sample into the active
+//! estimate and draw a new one; the free-memory state is updated; targets are recomputed
+//! ([`crate::mem::targets`]); each balloon driver polls its target (MCTLTGT) and inflates or
+//! deflates at most its rate, up to its maximum; in the swapping states the swap daemon picks
+//! random victims of VMs above target and, for each, tries sharing first, then (2013 preset)
+//! compression into the VM's cache, and otherwise writes it out asynchronously in clusters:
+//! its machine page is freed when [`MemEvent::SwapOutDone`] arrives.
+//!
+//! The allocation `P` the policy uses is the VM's regular pages, its compression cache (quarters
+//! / 4) and its shared pages at the host-wide pages-per-shared-page ratio, so the VMs' `P` add up
+//! exactly to the machine pages their pages occupy; the counters ([`MemHost::vm_stats`]) charge
+//! each shared page its own 1/n.
+//!
+//! # Tunables
+//! Every field of `MemParams`; per VM the fields of [`VmMemSpec`].
+//!
+//! # Counters
+//! Per VM ([`VmMemStats`]): MEMSZ, GRANT (mapped), consumed, TCHD (active), working set, SZTGT,
+//! MCTLSZ, MCTLTGT, SWCUR, SWTGT, SWR/SWW pages, ZIP/UNZIP pages, CACHEUSD, SHRD, ZERO, SHRDSVD,
+//! swap wait (%SWPWT's numerator), CPU charged for scans and compression. Host: state, free pages.
+//!
+//! # Known gaps
+//! - The guest chooses balloon victims; with no guest model yet the driver takes random pages,
+//!   and the guest's own paging to its virtual disk is not modelled.
+//! - A page touched while its swap-out is in flight is read back from the device (ESX would
+//!   rescue it from memory).
+//! - The compression cache packs quarters perfectly (no fragmentation).
+//! - Admission control checks memory reservations and overhead, not swap space.
+//! - Swap goes to [`crate::mem::FixedLatencySwapStandIn`] until the storage wiring.
+
+use super::content::{compressed_quarters, mix64, ContentSpec, MemoryImage, ZERO_CONTENT};
+use super::params::{MemParams, Preset};
+use super::pmap::{PageState, Pmap, MAX_MPN};
+use super::policy::{next_state, targets, ActiveEstimate, MemClaim, MemState};
+use super::sharing::{Frame, FrameKind, FrameTable};
+use super::swap::SwapDevice;
+use crate::sim::{stream_seed, Rng, Time};
+use crate::{invalid, VmtwinError, VmtwinResult};
+
+/// Events the memory subsystem schedules for itself; the run loop hands each back to
+/// [`MemHost::handle`] at its time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemEvent {
+    /// the periodic policy tick
+    Tick,
+    /// an asynchronous swap-out write completed; its machine pages can be freed
+    SwapOutDone {
+        /// in-flight batch
+        batch: u32,
+    },
+}
+
+/// Where the memory subsystem schedules its events (the run loop's queue).
+pub trait MemScheduler {
+    /// Deliver `ev` back at time `t`.
+    fn at(&mut self, t: Time, ev: MemEvent);
+}
+
+/// Outcome of a guest access.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// backed; no fault
+    Hit,
+    /// a fault served in memory; the vCPU stalls `stall_ns`
+    Fault {
+        /// stall in ns
+        stall_ns: Time,
+    },
+    /// a synchronous swap-in: the vCPU waits until `until` (esxtop %SWPWT)
+    SwapWait {
+        /// completion of the read
+        until: Time,
+    },
+    /// the access could not be served (allocation blocked or no free page); retry at `retry_at`
+    Blocked {
+        /// next policy tick
+        retry_at: Time,
+    },
+}
+
+/// A VM as the memory subsystem sees it.
+#[derive(Debug, Clone)]
+pub struct VmMemSpec {
+    /// name (seeds the VM's random stream)
+    pub name: String,
+    /// configured memory in pages (MEMSZ)
+    pub pages: u32,
+    /// reservation in pages
+    pub min_pages: u32,
+    /// memory shares
+    pub shares: f64,
+    /// overhead memory in pages (32 MB = 8192 typical [S1 §6.1])
+    pub overhead_pages: u32,
+    /// NUMA node to allocate from first
+    pub home_node: u32,
+    /// whether the balloon driver runs in the guest
+    pub balloon_driver: bool,
+    /// content model of its pages
+    pub content: ContentSpec,
+    /// raw memory image: if given, its pages' contents (hashed from bytes) replace the model's
+    pub image: Option<MemoryImage>,
+}
+
+impl VmMemSpec {
+    /// A VM of `pages` pages with normal shares (10 per MB, as vSphere's "normal"), no
+    /// reservation, 8192 overhead pages, a balloon driver and private content.
+    pub fn new(name: &str, pages: u32) -> Self {
+        VmMemSpec {
+            name: name.into(),
+            pages,
+            min_pages: 0,
+            shares: f64::from(pages) * 10.0 / 256.0,
+            overhead_pages: 8192,
+            home_node: 0,
+            balloon_driver: true,
+            content: ContentSpec::default(),
+            image: None,
+        }
+    }
+}
+
+/// Cumulative per-VM event counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct VmMemCounters {
+    /// pages read back from swap (SWR)
+    pub swap_in_pages: u64,
+    /// pages written to swap (SWW)
+    pub swap_out_pages: u64,
+    /// pages compressed (ZIP)
+    pub zipped: u64,
+    /// pages decompressed (UNZIP)
+    pub unzipped: u64,
+    /// copy-on-write breaks
+    pub cow_breaks: u64,
+    /// accesses to ballooned pages (balloon pops)
+    pub balloon_pops: u64,
+    /// pages the balloon driver inflated
+    pub balloon_inflated: u64,
+    /// pages examined by the sharing scanner
+    pub scanned: u64,
+    /// time the VM's vCPUs waited on swap-in, in ns (%SWPWT's numerator)
+    pub swap_wait_ns: u64,
+    /// CPU charged for sharing scans and compression attempts, in ns
+    pub cpu_ns: u64,
+    /// accesses refused because allocation was blocked or memory was exhausted
+    pub blocked: u64,
+}
+
+/// A VM's memory counters at one instant, in pages (esxtop's names in the docs).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct VmMemStats {
+    /// MEMSZ: configured pages
+    pub memsz: u64,
+    /// GRANT: mapped pages (ever touched)
+    pub mapped: u64,
+    /// consumed pages, a shared page counting 1/n
+    pub consumed: f64,
+    /// TCHD: active pages, sampled estimate
+    pub active: f64,
+    /// pages touched in the current working-set period
+    pub working_set: u64,
+    /// SZTGT: target
+    pub target: f64,
+    /// MCTLSZ: ballooned pages
+    pub mctlsz: u64,
+    /// MCTLTGT: balloon target
+    pub mctltgt: u64,
+    /// SWCUR: swapped pages
+    pub swcur: u64,
+    /// SWTGT: swap target
+    pub swtgt: u64,
+    /// compressed pages
+    pub zipped: u64,
+    /// CACHEUSD: compression cache in use, in pages
+    pub cacheusd: f64,
+    /// SHRD: pages in shared state
+    pub shrd: u64,
+    /// ZERO: shared zero pages
+    pub zero: u64,
+    /// SHRDSVD: pages saved by sharing, each shared page saving (n - 1) / n
+    pub shrdsvd: f64,
+    /// cumulative counts
+    pub counters: VmMemCounters,
+}
+
+#[derive(Debug, Clone)]
+struct VmMem {
+    spec: VmMemSpec,
+    pmap: Pmap,
+    rng: Rng,
+    est: ActiveEstimate,
+    sample: Vec<u32>,
+    next_sample: Time,
+    working_set: u64,
+    balloon_target: u64,
+    swap_target: u64,
+    target: f64,
+    cache_quarters: u64,
+    cache_mpns: Vec<u32>,
+    overhead_mpns: Vec<u32>,
+    blocked: bool,
+    deflate_cursor: u32,
+    c: VmMemCounters,
+}
+
+/// The memory of one host (see the module docs).
+pub struct MemHost {
+    params: MemParams,
+    free: Vec<Vec<u32>>,
+    total: u64,
+    vms: Vec<VmMem>,
+    frames: FrameTable,
+    shared_pages: u64,
+    state: MemState,
+    swap: Box<dyn SwapDevice>,
+    inflight: Vec<Vec<u32>>,
+    inflight_free: Vec<u32>,
+    host_overhead: Vec<u32>,
+    seed: u64,
+    scan_rng: Rng,
+    next_tick: Time,
+}
+
+/// Key of a content id in the frame table: a bijection of the id, so over model content equal
+/// keys mean equal contents; the one id whose key would be 0 (the empty-slot mark) is never shared.
+#[inline]
+fn key(cid: u64) -> u64 {
+    mix64(cid)
+}
+
+impl MemHost {
+    /// A host of `nodes` NUMA nodes of `pages_per_node` machine pages each, swapping to `swap`.
+    pub fn new(params: MemParams, nodes: u32, pages_per_node: u32, swap: Box<dyn SwapDevice>, seed: u64) -> VmtwinResult<Self> {
+        params.validate()?;
+        if nodes == 0 || pages_per_node == 0 {
+            invalid!("host.memory", format!("{nodes} nodes x {pages_per_node} pages"), "at least one node of at least one page");
+        }
+        let total = u64::from(nodes) * u64::from(pages_per_node);
+        if total > u64::from(MAX_MPN) {
+            invalid!("host.memory", format!("{total} pages"), format!("at most {MAX_MPN} pages (1 TiB)"));
+        }
+        if params.host_overhead_pages >= total {
+            invalid!("memory.host_overhead_pages", params.host_overhead_pages, format!("fewer than the host's {total} pages"));
+        }
+        // stacks pop the lowest MPN first
+        let mut free: Vec<Vec<u32>> = (0..nodes).map(|n| ((n * pages_per_node)..((n + 1) * pages_per_node)).rev().collect()).collect();
+        let mut host_overhead = Vec::new();
+        for i in 0..params.host_overhead_pages {
+            host_overhead.push(free[(i % u64::from(nodes)) as usize].pop().unwrap());
+        }
+        Ok(MemHost {
+            params,
+            free,
+            total,
+            vms: Vec::new(),
+            frames: FrameTable::default(),
+            shared_pages: 0,
+            state: MemState::High,
+            swap,
+            inflight: Vec::new(),
+            inflight_free: Vec::new(),
+            host_overhead,
+            seed,
+            scan_rng: Rng::new(stream_seed(seed, "mem.scanner", 0)),
+            next_tick: 0,
+        })
+    }
+
+    /// Power on a VM after admission control: its reservation and overhead must fit in the
+    /// memory not yet reserved. Returns its index.
+    pub fn power_on(&mut self, spec: VmMemSpec) -> VmtwinResult<u32> {
+        let path = format!("vms[{}].memory", self.vms.len());
+        if spec.pages == 0 {
+            invalid!(format!("{path}.size"), spec.pages, "at least one page");
+        }
+        if spec.min_pages > spec.pages {
+            invalid!(format!("{path}.reservation"), format!("{} pages", spec.min_pages), format!("at most the configured size, {} pages", spec.pages));
+        }
+        if !(spec.shares > 0.0 && spec.shares.is_finite()) {
+            invalid!(format!("{path}.shares"), spec.shares, "a number > 0");
+        }
+        if spec.home_node as usize >= self.free.len() {
+            invalid!(format!("{path}.home_node"), spec.home_node, format!("a node below {}", self.free.len()));
+        }
+        spec.content.validate(&format!("{path}.content"))?;
+        if let Some(img) = &spec.image {
+            if img.pages() != spec.pages {
+                invalid!(format!("{path}.image"), format!("{} pages", img.pages()), format!("an image of the configured size, {} pages", spec.pages));
+            }
+        }
+        let reserved: u64 = self.host_overhead.len() as u64 + self.vms.iter().map(|v| u64::from(v.spec.min_pages) + v.overhead_mpns.len() as u64).sum::<u64>();
+        let want = u64::from(spec.min_pages) + u64::from(spec.overhead_pages);
+        if reserved + want > self.total {
+            return Err(VmtwinError::AdmissionControl {
+                entity: spec.name.clone(),
+                reason: format!("reservation + overhead of {want} pages exceeds the {} unreserved pages", self.total - reserved),
+            });
+        }
+        let vm = self.vms.len() as u32;
+        let mut rng = Rng::new(stream_seed(self.seed, &spec.name, 0));
+        let content = match &spec.image {
+            Some(img) => img.content_ids(),
+            None => spec.content.layout(spec.pages, &mut rng),
+        };
+        let mut overhead = Vec::with_capacity(spec.overhead_pages as usize);
+        for _ in 0..spec.overhead_pages {
+            match self.alloc_on(spec.home_node) {
+                Some(m) => overhead.push(m),
+                None => {
+                    for m in overhead {
+                        self.free_mpn(m);
+                    }
+                    return Err(VmtwinError::AdmissionControl { entity: spec.name.clone(), reason: "no free machine memory for its overhead".into() });
+                }
+            }
+        }
+        self.vms.push(VmMem {
+            pmap: Pmap::new(content),
+            rng,
+            est: ActiveEstimate::default(),
+            sample: Vec::new(),
+            next_sample: 0,
+            working_set: 0,
+            balloon_target: 0,
+            swap_target: 0,
+            target: f64::from(spec.pages),
+            cache_quarters: 0,
+            cache_mpns: Vec::new(),
+            overhead_mpns: overhead,
+            blocked: false,
+            deflate_cursor: 0,
+            c: VmMemCounters::default(),
+            spec,
+        });
+        Ok(vm)
+    }
+
+    /// Schedule the first policy tick at `now`.
+    pub fn start(&mut self, now: Time, sched: &mut impl MemScheduler) {
+        self.next_tick = now;
+        sched.at(now, MemEvent::Tick);
+    }
+
+    /// Handle one of the subsystem's own events at its time.
+    pub fn handle(&mut self, ev: MemEvent, now: Time, sched: &mut impl MemScheduler) {
+        match ev {
+            MemEvent::Tick => {
+                self.tick(now, sched);
+                self.next_tick = now + self.params.tick_ns;
+                sched.at(self.next_tick, MemEvent::Tick);
+            }
+            MemEvent::SwapOutDone { batch } => {
+                for m in std::mem::take(&mut self.inflight[batch as usize]) {
+                    self.free_mpn(m);
+                }
+                self.inflight_free.push(batch);
+            }
+        }
+    }
+
+    // ---- machine pages -------------------------------------------------------------------
+
+    fn alloc_on(&mut self, node: u32) -> Option<u32> {
+        let n = self.free.len();
+        (0..n).find_map(|i| self.free[(node as usize + i) % n].pop())
+    }
+
+    fn free_mpn(&mut self, mpn: u32) {
+        let per_node = (self.total / self.free.len() as u64) as u32;
+        self.free[(mpn / per_node) as usize].push(mpn);
+    }
+
+    /// Free machine pages.
+    pub fn free_pages(&self) -> u64 {
+        self.free.iter().map(|f| f.len() as u64).sum()
+    }
+
+    /// Machine pages in the host.
+    pub fn total_pages(&self) -> u64 {
+        self.total
+    }
+
+    /// Current free-memory state.
+    pub fn state(&self) -> MemState {
+        self.state
+    }
+
+    /// Number of VMs.
+    pub fn vm_count(&self) -> u32 {
+        self.vms.len() as u32
+    }
+
+    /// Read access to a VM's pmap.
+    pub fn pmap(&self, vm: u32) -> &Pmap {
+        &self.vms[vm as usize].pmap
+    }
+
+    /// The sharing frame table.
+    pub fn frames(&self) -> &FrameTable {
+        &self.frames
+    }
+
+    // ---- guest accesses ------------------------------------------------------------------
+
+    /// The guest reads page `ppn` of `vm` at `now`.
+    pub fn read(&mut self, vm: u32, ppn: u32, now: Time) -> Access {
+        self.access(vm, ppn, None, now)
+    }
+
+    /// The guest writes page `ppn` of `vm` at `now`, leaving content `cid` in it.
+    pub fn write(&mut self, vm: u32, ppn: u32, cid: u64, now: Time) -> Access {
+        self.access(vm, ppn, Some(cid), now)
+    }
+
+    /// A fresh private content id from `vm`'s stream (what a workload's write leaves).
+    pub fn private_content(&mut self, vm: u32) -> u64 {
+        super::content::private_page(&mut self.vms[vm as usize].rng)
+    }
+
+    fn access(&mut self, vm: u32, ppn: u32, write: Option<u64>, now: Time) -> Access {
+        let v = &mut self.vms[vm as usize];
+        let st = v.pmap.state(ppn);
+        let needs_page = match st {
+            PageState::Regular => false,
+            PageState::Shared => write.is_some(),
+            _ => true,
+        };
+        if needs_page && v.blocked {
+            v.c.blocked += 1;
+            return Access::Blocked { retry_at: self.next_tick.max(now + 1) };
+        }
+        if v.pmap.take_sampled(ppn) {
+            v.est.t += 1;
+        }
+        if !needs_page {
+            v.pmap.note_touch(ppn);
+            if let Some(c) = write {
+                v.pmap.set_content(ppn, c);
+            }
+            return Access::Hit;
+        }
+        let home = v.spec.home_node;
+        let Some(mpn) = self.alloc_on(home) else {
+            let v = &mut self.vms[vm as usize];
+            v.c.blocked += 1;
+            return Access::Blocked { retry_at: self.next_tick.max(now + 1) };
+        };
+        let p = &self.params;
+        let (minor, decompress, cow) = (p.minor_fault_ns, p.decompress_ns, p.cow_copy_ns);
+        let cid = self.vms[vm as usize].pmap.content(ppn);
+        let out = match st {
+            PageState::Unmapped => Access::Fault { stall_ns: minor },
+            PageState::Deflated | PageState::Ballooned => {
+                let v = &mut self.vms[vm as usize];
+                if st == PageState::Ballooned {
+                    v.c.balloon_pops += 1;
+                    v.balloon_target = v.balloon_target.min(v.pmap.count(PageState::Ballooned) - 1);
+                }
+                v.pmap.set_content(ppn, ZERO_CONTENT);
+                Access::Fault { stall_ns: minor }
+            }
+            PageState::Compressed => {
+                let stall = decompress;
+                let q = self.vms[vm as usize].pmap.index(ppn);
+                let v = &mut self.vms[vm as usize];
+                v.c.unzipped += 1;
+                v.c.cpu_ns += stall;
+                v.cache_quarters -= u64::from(q);
+                self.fit_cache(vm);
+                Access::Fault { stall_ns: stall }
+            }
+            PageState::Swapped => {
+                let until = self.swap.read(vm, now);
+                let v = &mut self.vms[vm as usize];
+                v.c.swap_in_pages += 1;
+                v.c.swap_wait_ns += until - now;
+                Access::SwapWait { until }
+            }
+            PageState::Shared => {
+                self.unshare(cid);
+                self.vms[vm as usize].c.cow_breaks += 1;
+                Access::Fault { stall_ns: cow }
+            }
+            PageState::Regular => unreachable!(),
+        };
+        let v = &mut self.vms[vm as usize];
+        v.pmap.set(ppn, PageState::Regular, mpn);
+        v.pmap.note_touch(ppn);
+        if let Some(c) = write {
+            v.pmap.set_content(ppn, c);
+        }
+        out
+    }
+
+    // ---- sharing -------------------------------------------------------------------------
+
+    /// Drop one reference to the shared frame of content `cid`, freeing its page at zero.
+    fn unshare(&mut self, cid: u64) {
+        let slot = self.frames.find(key(cid)).expect("a shared page has a frame");
+        let f = self.frames.get(slot);
+        let FrameKind::Shared { mpn, refs } = f.kind() else { panic!("shared page on a hint frame") };
+        self.shared_pages -= 1;
+        if refs == 1 {
+            self.frames.remove(slot);
+            self.free_mpn(mpn);
+        } else {
+            self.frames.set(slot, Frame::shared(f.hash, mpn, refs - 1));
+        }
+    }
+
+    /// Offer page `ppn` of `vm` to the sharing table; returns true if the page is now shared.
+    pub fn share_candidate(&mut self, vm: u32, ppn: u32) -> bool {
+        let v = &self.vms[vm as usize];
+        if v.pmap.state(ppn) != PageState::Regular {
+            return v.pmap.state(ppn) == PageState::Shared;
+        }
+        let cid = v.pmap.content(ppn);
+        let h = key(cid);
+        if h == 0 {
+            return false;
+        }
+        let own = v.pmap.index(ppn);
+        match self.frames.find(h) {
+            None => {
+                self.frames.insert(Frame::hint(h, vm, ppn));
+                false
+            }
+            Some(slot) => match self.frames.get(slot).kind() {
+                FrameKind::Shared { mpn, refs } => {
+                    // key is a bijection of the id: equal keys are equal contents
+                    self.frames.set(slot, Frame::shared(h, mpn, refs + 1));
+                    self.vms[vm as usize].pmap.set(ppn, PageState::Shared, mpn);
+                    self.shared_pages += 1;
+                    self.free_mpn(own);
+                    true
+                }
+                FrameKind::Hint { vm: hv, ppn: hp } => {
+                    if (hv, hp) == (vm, ppn) {
+                        return false;
+                    }
+                    let hint = &self.vms[hv as usize].pmap;
+                    // rehash the hint page's current contents: stale if it changed or went away
+                    if hint.state(hp) != PageState::Regular || key(hint.content(hp)) != h {
+                        self.frames.set(slot, Frame::hint(h, vm, ppn));
+                        return false;
+                    }
+                    let mpn = hint.index(hp);
+                    self.frames.set(slot, Frame::shared(h, mpn, 2));
+                    self.vms[hv as usize].pmap.set(hp, PageState::Shared, mpn);
+                    self.vms[vm as usize].pmap.set(ppn, PageState::Shared, mpn);
+                    self.shared_pages += 2;
+                    self.free_mpn(own);
+                    true
+                }
+            },
+        }
+    }
+
+    /// One full sharing pass over every page of every VM, in order (a test and benchmark aid;
+    /// the tick scans at the configured rate in random order). Returns pages examined.
+    pub fn full_scan(&mut self) -> u64 {
+        let mut n = 0;
+        for vm in 0..self.vms.len() as u32 {
+            for ppn in 0..self.vms[vm as usize].pmap.pages() {
+                self.share_candidate(vm, ppn);
+                n += 1;
+            }
+            self.vms[vm as usize].c.scanned += u64::from(self.vms[vm as usize].pmap.pages());
+        }
+        n
+    }
+
+    // ---- reclamation ---------------------------------------------------------------------
+
+    /// Take the machine memory away from a backed or compressed page (no state change).
+    fn unback(&mut self, vm: u32, ppn: u32) {
+        let v = &self.vms[vm as usize];
+        match v.pmap.state(ppn) {
+            PageState::Regular => {
+                let m = v.pmap.index(ppn);
+                self.free_mpn(m);
+            }
+            PageState::Shared => {
+                let cid = v.pmap.content(ppn);
+                self.unshare(cid);
+            }
+            PageState::Compressed => {
+                let q = v.pmap.index(ppn);
+                self.vms[vm as usize].cache_quarters -= u64::from(q);
+                self.fit_cache(vm);
+            }
+            _ => {}
+        }
+    }
+
+    /// Keep exactly ceil(quarters / 4) machine pages in the VM's compression cache; false if a
+    /// page was needed and none was free.
+    fn fit_cache(&mut self, vm: u32) -> bool {
+        let need = self.vms[vm as usize].cache_quarters.div_ceil(4) as usize;
+        while self.vms[vm as usize].cache_mpns.len() > need {
+            let m = self.vms[vm as usize].cache_mpns.pop().unwrap();
+            self.free_mpn(m);
+        }
+        while self.vms[vm as usize].cache_mpns.len() < need {
+            let home = self.vms[vm as usize].spec.home_node;
+            match self.alloc_on(home) {
+                Some(m) => self.vms[vm as usize].cache_mpns.push(m),
+                None => return false,
+            }
+        }
+        true
+    }
+
+    fn inflate(&mut self, vm: u32, n: u64) {
+        let pages = self.vms[vm as usize].pmap.pages();
+        let mut done = 0;
+        let mut tries = 0;
+        while done < n && tries < 8 * n + 64 {
+            tries += 1;
+            let ppn = (self.vms[vm as usize].rng.uniform() * f64::from(pages)) as u32;
+            if self.vms[vm as usize].pmap.state(ppn) == PageState::Ballooned {
+                continue;
+            }
+            self.unback(vm, ppn);
+            self.vms[vm as usize].pmap.set(ppn, PageState::Ballooned, 0);
+            self.vms[vm as usize].c.balloon_inflated += 1;
+            done += 1;
+        }
+    }
+
+    fn deflate(&mut self, vm: u32, mut n: u64) {
+        let v = &mut self.vms[vm as usize];
+        let pages = v.pmap.pages();
+        let mut seen = 0;
+        while n > 0 && seen < pages {
+            let ppn = v.deflate_cursor;
+            v.deflate_cursor = (v.deflate_cursor + 1) % pages;
+            seen += 1;
+            if v.pmap.state(ppn) == PageState::Ballooned {
+                v.pmap.set(ppn, PageState::Deflated, 0);
+                n -= 1;
+            }
+        }
+    }
+
+    /// Reclaim up to `n` pages of `vm` by random victims: share, else compress, else swap out.
+    fn swap_out(&mut self, vm: u32, n: u64, now: Time, sched: &mut impl MemScheduler) {
+        let pages = self.vms[vm as usize].pmap.pages();
+        let cap_quarters = (self.params.compress_cache_fraction * f64::from(pages)) as u64 * 4;
+        let mut batch: Vec<u32> = Vec::new();
+        let (mut done, mut tries) = (0u64, 0u64);
+        while done < n && tries < 8 * n + 64 {
+            tries += 1;
+            let ppn = (self.vms[vm as usize].rng.uniform() * f64::from(pages)) as u32;
+            let st = self.vms[vm as usize].pmap.state(ppn);
+            if st != PageState::Regular && st != PageState::Shared {
+                continue;
+            }
+            // sharing first [S1 §4.3, S2 §3]
+            if st == PageState::Regular && self.share_candidate(vm, ppn) {
+                done += 1;
+                continue;
+            }
+            let cid = self.vms[vm as usize].pmap.content(ppn);
+            if self.params.compresses() && self.vms[vm as usize].cache_quarters < cap_quarters {
+                self.vms[vm as usize].c.cpu_ns += self.params.compress_cpu_ns;
+                let q = compressed_quarters(cid, self.params.compress_quarter_fraction, self.params.compress_half_fraction);
+                let cq = self.vms[vm as usize].cache_quarters + u64::from(q);
+                if q > 0 && cq <= cap_quarters {
+                    // the cache grows first; with no free page for it, the page is swapped
+                    let grow = cq.div_ceil(4) as usize > self.vms[vm as usize].cache_mpns.len();
+                    let room = !grow || {
+                        let home = self.vms[vm as usize].spec.home_node;
+                        match self.alloc_on(home) {
+                            Some(m) => {
+                                self.vms[vm as usize].cache_mpns.push(m);
+                                true
+                            }
+                            None => false,
+                        }
+                    };
+                    if room {
+                        self.unback(vm, ppn);
+                        let v = &mut self.vms[vm as usize];
+                        v.cache_quarters = cq;
+                        v.pmap.set(ppn, PageState::Compressed, q);
+                        v.c.zipped += 1;
+                        done += 1;
+                        continue;
+                    }
+                }
+            }
+            match self.vms[vm as usize].pmap.state(ppn) {
+                PageState::Regular => batch.push(self.vms[vm as usize].pmap.index(ppn)),
+                _ => self.unback(vm, ppn),
+            }
+            self.vms[vm as usize].pmap.set(ppn, PageState::Swapped, 0);
+            self.vms[vm as usize].c.swap_out_pages += 1;
+            done += 1;
+            if batch.len() as u32 >= self.params.swap_cluster_pages {
+                self.issue(vm, std::mem::take(&mut batch), now, sched);
+            }
+        }
+        if !batch.is_empty() {
+            self.issue(vm, batch, now, sched);
+        }
+    }
+
+    fn issue(&mut self, vm: u32, mpns: Vec<u32>, now: Time, sched: &mut impl MemScheduler) {
+        let done = self.swap.write(vm, mpns.len() as u32, now);
+        let id = match self.inflight_free.pop() {
+            Some(i) => {
+                self.inflight[i as usize] = mpns;
+                i
+            }
+            None => {
+                self.inflight.push(mpns);
+                self.inflight.len() as u32 - 1
+            }
+        };
+        sched.at(done, MemEvent::SwapOutDone { batch: id });
+    }
+
+    /// The allocation the policy sees (see the module docs), in pages.
+    fn allocation(&self, vm: u32) -> f64 {
+        let v = &self.vms[vm as usize];
+        let per_shared = if self.shared_pages == 0 { 0.0 } else { self.frames.shared_frames() as f64 / self.shared_pages as f64 };
+        v.pmap.count(PageState::Regular) as f64 + v.cache_quarters as f64 / 4.0 + v.pmap.count(PageState::Shared) as f64 * per_shared
+    }
+
+    fn mapped(&self, vm: u32) -> u64 {
+        let p = &self.vms[vm as usize].pmap;
+        u64::from(p.pages()) - p.count(PageState::Unmapped)
+    }
+
+    fn tick(&mut self, now: Time, sched: &mut impl MemScheduler) {
+        let p = self.params.clone();
+        let tick_s = p.tick_ns as f64 / 1e9;
+        // sharing scan, random order with replacement [S1 §4.3]
+        let per_vm = (f64::from(p.share_scan_pages_per_s) * tick_s) as u64;
+        for vm in 0..self.vms.len() as u32 {
+            let pages = self.vms[vm as usize].pmap.pages();
+            for _ in 0..per_vm {
+                let ppn = (self.scan_rng.uniform() * f64::from(pages)) as u32;
+                self.share_candidate(vm, ppn);
+            }
+            let v = &mut self.vms[vm as usize];
+            v.c.scanned += per_vm;
+            v.c.cpu_ns += per_vm * p.share_scan_cpu_ns;
+        }
+        // active-memory sampling periods
+        for v in &mut self.vms {
+            if now >= v.next_sample {
+                v.est.end_period(p.ewma_fast_gain, p.ewma_slow_gain);
+                for &s in &v.sample {
+                    v.pmap.take_sampled(s);
+                }
+                v.sample.clear();
+                v.working_set = v.pmap.end_period();
+                let pages = v.pmap.pages();
+                let n = p.sample_pages.min(pages);
+                while (v.sample.len() as u32) < n {
+                    let ppn = (v.rng.uniform() * f64::from(pages)) as u32;
+                    if v.pmap.mark_sampled(ppn) {
+                        v.sample.push(ppn);
+                    }
+                }
+                v.est.n = n;
+                v.next_sample = now + p.sample_period_ns;
+            }
+        }
+        // state
+        self.state = next_state(self.state, self.free_pages(), self.total, p.thresholds, p.hysteresis);
+        // targets
+        let overheads: u64 = self.host_overhead.len() as u64 + self.vms.iter().map(|v| v.overhead_mpns.len() as u64).sum::<u64>();
+        let capacity = (self.total as f64 - overheads as f64 - p.thresholds[0] * self.total as f64).max(0.0);
+        let alloc: Vec<f64> = (0..self.vms.len() as u32).map(|vm| self.allocation(vm)).collect();
+        let claims: Vec<MemClaim> = (0..self.vms.len())
+            .map(|i| {
+                let v = &self.vms[i];
+                let active_pages = v.est.fraction(p.ewma_fast_gain) * f64::from(v.pmap.pages());
+                MemClaim {
+                    shares: v.spec.shares,
+                    active: if alloc[i] > 0.0 { (active_pages / alloc[i]).min(1.0) } else { 1.0 },
+                    min: f64::from(v.spec.min_pages),
+                    max: f64::from(v.spec.pages).min(self.mapped(i as u32) as f64),
+                }
+            })
+            .collect();
+        let t = targets(capacity, &claims, p.idle_tax);
+        let balloon_state = self.state == MemState::Soft;
+        let swap_state = self.state >= MemState::Hard;
+        for vm in 0..self.vms.len() as u32 {
+            let i = vm as usize;
+            self.vms[i].target = t[i];
+            let excess = alloc[i] - t[i];
+            let (size, max_balloon, driver) = {
+                let v = &self.vms[i];
+                (v.pmap.count(PageState::Ballooned), (p.balloon_max_fraction * f64::from(v.pmap.pages())) as u64, v.spec.balloon_driver)
+            };
+            // balloon target (MCTLTGT): grow by the excess in the ballooning state, shrink when
+            // below target in the high state
+            let mut bt = self.vms[i].balloon_target.min(size.max(self.vms[i].balloon_target));
+            if balloon_state && excess > 0.0 && driver {
+                bt = (size + excess.ceil() as u64).min(max_balloon);
+            } else if self.state == MemState::High && excess < 0.0 {
+                bt = size.saturating_sub((-excess) as u64);
+            }
+            self.vms[i].balloon_target = bt;
+            // the driver polls once per tick and moves at most its rate
+            let step = (f64::from(p.balloon_pages_per_s) * tick_s) as u64;
+            if driver {
+                if bt > size {
+                    self.inflate(vm, (bt - size).min(step));
+                } else if bt < size {
+                    self.deflate(vm, (size - bt).min(step));
+                }
+            }
+            // swap: in hard/low, or in soft where ballooning cannot reach (2002 preset)
+            let left = (self.allocation(vm) - t[i]).max(0.0).ceil() as u64;
+            let balloon_blocked = !driver || size >= max_balloon;
+            let swap_now = swap_state || (self.state == MemState::Soft && p.preset == Preset::Esx2002 && balloon_blocked);
+            let swcur = self.vms[i].pmap.count(PageState::Swapped);
+            self.vms[i].swap_target = if swap_now { swcur + left } else { swcur };
+            if swap_now && left > 0 {
+                let rate = (f64::from(p.swap_out_pages_per_s) * tick_s) as u64;
+                self.swap_out(vm, left.min(rate), now, sched);
+            }
+            self.vms[i].blocked = self.state == MemState::Low && self.allocation(vm) > t[i];
+        }
+    }
+
+    // ---- counters and audit --------------------------------------------------------------
+
+    /// A VM's counters now (O(pages): shared pages are charged their own 1/n).
+    pub fn vm_stats(&self, vm: u32) -> VmMemStats {
+        let v = &self.vms[vm as usize];
+        let pm = &v.pmap;
+        let (mut shared_share, mut zero) = (0.0, 0u64);
+        for ppn in 0..pm.pages() {
+            if pm.state(ppn) == PageState::Shared {
+                let cid = pm.content(ppn);
+                let slot = self.frames.find(key(cid)).expect("shared page has a frame");
+                if let FrameKind::Shared { refs, .. } = self.frames.get(slot).kind() {
+                    shared_share += 1.0 / f64::from(refs);
+                }
+                zero += u64::from(cid == ZERO_CONTENT);
+            }
+        }
+        let shrd = pm.count(PageState::Shared);
+        VmMemStats {
+            memsz: u64::from(pm.pages()),
+            mapped: self.mapped(vm),
+            consumed: pm.count(PageState::Regular) as f64 + shared_share + v.cache_quarters as f64 / 4.0,
+            active: v.est.fraction(self.params.ewma_fast_gain) * f64::from(pm.pages()),
+            working_set: v.working_set,
+            target: v.target,
+            mctlsz: pm.count(PageState::Ballooned),
+            mctltgt: v.balloon_target,
+            swcur: pm.count(PageState::Swapped),
+            swtgt: v.swap_target,
+            zipped: pm.count(PageState::Compressed),
+            cacheusd: v.cache_quarters as f64 / 4.0,
+            shrd,
+            zero,
+            shrdsvd: shrd as f64 - shared_share,
+            counters: v.c,
+        }
+    }
+
+    /// Check, by recounting from scratch, that every machine page is in exactly one place, that
+    /// each VM's page states add up to its configured pages, that each shared frame's reference
+    /// count equals the pages mapped to it, and that each compression cache holds
+    /// ceil(quarters / 4) pages. Returns a description of the first violation.
+    pub fn audit(&self) -> Result<(), String> {
+        let mut owner = vec![0u8; self.total as usize];
+        let mut mark = |m: u32, what: &str| -> Result<(), String> {
+            let o = owner.get_mut(m as usize).ok_or(format!("{what}: MPN {m} out of range"))?;
+            *o += 1;
+            if *o > 1 {
+                return Err(format!("{what}: MPN {m} is in two places"));
+            }
+            Ok(())
+        };
+        for f in &self.free {
+            for &m in f {
+                mark(m, "free list")?;
+            }
+        }
+        for &m in &self.host_overhead {
+            mark(m, "host overhead")?;
+        }
+        for b in &self.inflight {
+            for &m in b {
+                mark(m, "swap-out in flight")?;
+            }
+        }
+        let mut refs_seen: std::collections::HashMap<u32, u32> = Default::default();
+        for (i, v) in self.vms.iter().enumerate() {
+            for &m in &v.overhead_mpns {
+                mark(m, "VM overhead")?;
+            }
+            for &m in &v.cache_mpns {
+                mark(m, "compression cache")?;
+            }
+            let mut counts = [0u64; 7];
+            let mut quarters = 0u64;
+            for ppn in 0..v.pmap.pages() {
+                let st = v.pmap.state(ppn);
+                counts[st as usize] += 1;
+                match st {
+                    PageState::Regular => mark(v.pmap.index(ppn), "regular page")?,
+                    PageState::Shared => *refs_seen.entry(v.pmap.index(ppn)).or_default() += 1,
+                    PageState::Compressed => quarters += u64::from(v.pmap.index(ppn)),
+                    _ => {}
+                }
+            }
+            if counts.iter().sum::<u64>() != u64::from(v.pmap.pages()) {
+                return Err(format!("vm {i}: states add to {} of {} pages", counts.iter().sum::<u64>(), v.pmap.pages()));
+            }
+            for s in super::pmap::STATES {
+                if counts[s as usize] != v.pmap.count(s) {
+                    return Err(format!("vm {i}: {s:?} counted {} but recounted {}", v.pmap.count(s), counts[s as usize]));
+                }
+            }
+            if quarters != v.cache_quarters || v.cache_mpns.len() as u64 != quarters.div_ceil(4) {
+                return Err(format!("vm {i}: cache holds {} quarters in {} pages, recounted {quarters}", v.cache_quarters, v.cache_mpns.len()));
+            }
+        }
+        let mut frames_refs = 0u64;
+        for f in self.frames.frames() {
+            if let FrameKind::Shared { mpn, refs } = f.kind() {
+                mark(mpn, "shared frame")?;
+                let seen = refs_seen.remove(&mpn).unwrap_or(0);
+                if seen != refs {
+                    return Err(format!("shared MPN {mpn}: refcount {refs}, sharers {seen}"));
+                }
+                frames_refs += u64::from(refs);
+            }
+        }
+        if let Some((m, n)) = refs_seen.into_iter().next() {
+            return Err(format!("{n} pages share MPN {m}, which has no shared frame"));
+        }
+        if frames_refs != self.shared_pages {
+            return Err(format!("shared pages {} but frames count {frames_refs}", self.shared_pages));
+        }
+        if let Some(m) = owner.iter().position(|&o| o == 0) {
+            return Err(format!("MPN {m} is nowhere (lost)"));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,292 @@
+//! Content-based page sharing: the global hash table of shared and hint frames [S1 §4.2–4.3].
+//!
+//! A scanned candidate page is hashed (64 bits) and looked up in one table for the whole host:
+//!
+//! 1. **match with a shared frame**: compare the contents in full; if identical, remap the
+//!    candidate to the shared machine page (copy-on-write), add a reference, free its old page;
+//! 2. **match with a hint frame** (an earlier, unshared page, remembered by VM and PPN): rehash
+//!    the hint page's *current* contents; if the hash changed the hint is stale and is dropped
+//!    (the candidate becomes the hint); if not, compare in full and, if identical, share the two
+//!    pages: the hint's machine page becomes the shared page with two references and the
+//!    candidate's page is freed;
+//! 3. **no match**: insert the candidate as a hint, *not* marking it copy-on-write, so writes to
+//!    unshared pages take no faults;
+//! 4. **false match** (equal hash, different contents): the page is ineligible and left alone.
+//!
+//! A write to a shared page breaks sharing (a private copy, one reference fewer; the frame and
+//! its machine page go when the last reference does). The table is open addressing with linear
+//! probing over 16-byte frames (the paper's frame size): a shared frame holds the hash, the MPN
+//! and a 32-bit reference count; a hint frame the hash and a back-reference (VM, PPN). The host
+//! ([`crate::mem::MemHost`]) scans pages of its VMs in random order at a set rate; over model
+//! content the "full comparison" compares content ids (two pages are identical exactly when their
+//! ids are equal). [`scan_images`] is the same algorithm over raw memory images, comparing bytes.
+//!
+//! # Tunables
+//! `share_scan_pages_per_s` (per VM) and `share_scan_cpu_ns` in `MemParams`.
+//!
+//! # Counters
+//! Frames in use, shared frames, hint frames; per VM SHRD (pages in shared state), SHRDSVD
+//! (pages saved: sharers − frames, split 1/n per sharer), ZERO (shared zero pages).
+//!
+//! # Known gaps
+//! - Collisions are resolved by probing, not chaining, and hint frames keep the full hash
+//!   instead of a truncated one; one frame per hash value, as the paper's false-match rule needs.
+//! - Reference counts are 32-bit in the frame, not 16-bit with an overflow table.
+
+use super::content::{page_hash, MemoryImage};
+
+/// Bit of a frame's `a` word marking a hint frame.
+const HINT: u32 = 1 << 31;
+
+/// One 16-byte frame of the table; `hash == 0` marks an empty slot.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Frame {
+    /// 64-bit content hash (never 0 for a used frame)
+    pub hash: u64,
+    a: u32,
+    b: u32,
+}
+
+/// What a used frame is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameKind {
+    /// a shared machine page and its reference count
+    Shared {
+        /// machine page number
+        mpn: u32,
+        /// number of guest pages mapped to it
+        refs: u32,
+    },
+    /// an unshared page seen by the scanner
+    Hint {
+        /// VM index
+        vm: u32,
+        /// guest page
+        ppn: u32,
+    },
+}
+
+impl Frame {
+    /// A shared frame.
+    pub fn shared(hash: u64, mpn: u32, refs: u32) -> Self {
+        debug_assert!(mpn < HINT && hash != 0);
+        Frame { hash, a: mpn, b: refs }
+    }
+    /// A hint frame.
+    pub fn hint(hash: u64, vm: u32, ppn: u32) -> Self {
+        debug_assert!(vm < HINT && hash != 0);
+        Frame { hash, a: vm | HINT, b: ppn }
+    }
+    /// Decode a used frame.
+    #[inline]
+    pub fn kind(&self) -> FrameKind {
+        if self.a & HINT != 0 {
+            FrameKind::Hint { vm: self.a & !HINT, ppn: self.b }
+        } else {
+            FrameKind::Shared { mpn: self.a, refs: self.b }
+        }
+    }
+}
+
+/// The open-addressing frame table (see the module docs).
+#[derive(Debug, Clone)]
+pub struct FrameTable {
+    slots: Vec<Frame>,
+    used: usize,
+    shared: usize,
+}
+
+impl Default for FrameTable {
+    fn default() -> Self {
+        Self::with_capacity(1024)
+    }
+}
+
+impl FrameTable {
+    /// A table sized for about `frames` frames at load factor 1/2.
+    pub fn with_capacity(frames: usize) -> Self {
+        let n = (frames * 2).next_power_of_two().max(16);
+        FrameTable { slots: vec![Frame::default(); n], used: 0, shared: 0 }
+    }
+
+    #[inline]
+    fn home(&self, hash: u64) -> usize {
+        // the hash's high bits: low bits of a model id's hash are as good, but image hashes
+        // are finished by a multiply, whose top bits mix best
+        (hash.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize & (self.slots.len() - 1)
+    }
+
+    /// Slot holding `hash`, if any.
+    #[inline]
+    pub fn find(&self, hash: u64) -> Option<usize> {
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(hash);
+        loop {
+            let h = self.slots[i].hash;
+            if h == hash {
+                return Some(i);
+            }
+            if h == 0 {
+                return None;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// The frame in slot `i`.
+    #[inline]
+    pub fn get(&self, i: usize) -> Frame {
+        self.slots[i]
+    }
+
+    /// Replace the frame in slot `i` (same hash).
+    #[inline]
+    pub fn set(&mut self, i: usize, f: Frame) {
+        debug_assert_eq!(self.slots[i].hash, f.hash);
+        let was_shared = matches!(self.slots[i].kind(), FrameKind::Shared { .. });
+        let is_shared = matches!(f.kind(), FrameKind::Shared { .. });
+        self.shared = self.shared + is_shared as usize - was_shared as usize;
+        self.slots[i] = f;
+    }
+
+    /// Insert a frame whose hash is not in the table.
+    pub fn insert(&mut self, f: Frame) {
+        if (self.used + 1) * 2 > self.slots.len() {
+            self.grow();
+        }
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(f.hash);
+        while self.slots[i].hash != 0 {
+            debug_assert_ne!(self.slots[i].hash, f.hash);
+            i = (i + 1) & mask;
+        }
+        self.slots[i] = f;
+        self.used += 1;
+        self.shared += matches!(f.kind(), FrameKind::Shared { .. }) as usize;
+    }
+
+    /// Remove the frame in slot `i`, shifting later frames of its probe run back.
+    pub fn remove(&mut self, mut i: usize) {
+        self.shared -= matches!(self.slots[i].kind(), FrameKind::Shared { .. }) as usize;
+        self.used -= 1;
+        let mask = self.slots.len() - 1;
+        let mut j = i;
+        loop {
+            j = (j + 1) & mask;
+            let f = self.slots[j];
+            if f.hash == 0 {
+                break;
+            }
+            let h = self.home(f.hash);
+            // move f into the hole at i unless its home lies cyclically in (i, j]
+            let stays = if i <= j { i < h && h <= j } else { i < h || h <= j };
+            if !stays {
+                self.slots[i] = f;
+                i = j;
+            }
+        }
+        self.slots[i] = Frame::default();
+    }
+
+    fn grow(&mut self) {
+        let n = self.slots.len() * 2;
+        let old = std::mem::replace(&mut self.slots, vec![Frame::default(); n]);
+        let (used, shared) = (self.used, self.shared);
+        self.used = 0;
+        self.shared = 0;
+        for f in old.into_iter().filter(|f| f.hash != 0) {
+            self.insert(f);
+        }
+        debug_assert_eq!((used, shared), (self.used, self.shared));
+    }
+
+    /// Frames in use.
+    pub fn len(&self) -> usize {
+        self.used
+    }
+    /// Whether no frame is in use.
+    pub fn is_empty(&self) -> bool {
+        self.used == 0
+    }
+    /// Shared frames.
+    pub fn shared_frames(&self) -> usize {
+        self.shared
+    }
+    /// Hint frames.
+    pub fn hint_frames(&self) -> usize {
+        self.used - self.shared
+    }
+    /// Heap bytes of the table.
+    pub fn bytes(&self) -> usize {
+        self.slots.len() * std::mem::size_of::<Frame>()
+    }
+    /// Every used frame.
+    pub fn frames(&self) -> impl Iterator<Item = Frame> + '_ {
+        self.slots.iter().copied().filter(|f| f.hash != 0)
+    }
+}
+
+/// Outcome of a full sharing scan over memory images.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ImageScan {
+    /// pages scanned
+    pub pages: u64,
+    /// pages mapped to a shared frame (Fig. 4's "Shared")
+    pub shared: u64,
+    /// distinct shared frames
+    pub shared_frames: u64,
+    /// pages whose machine page was freed: shared − shared frames (Fig. 4's "Reclaimed")
+    pub reclaimed: u64,
+    /// all-zero pages among the shared
+    pub zero_shared: u64,
+    /// hash matches whose bytes differed (pages left unshared)
+    pub false_matches: u64,
+}
+
+/// One full scan of every page of `images`, in order, as a static snapshot: the shared frame's
+/// contents are those of its first page (all sharers hold the same bytes), and every hash
+/// match is confirmed by comparing bytes.
+pub fn scan_images(images: &[&MemoryImage]) -> ImageScan {
+    let total: u64 = images.iter().map(|m| u64::from(m.pages())).sum();
+    let mut table = FrameTable::with_capacity(total as usize);
+    let mut out = ImageScan { pages: total, ..Default::default() };
+    for (vm, img) in images.iter().enumerate() {
+        for ppn in 0..img.pages() {
+            let page = img.page(ppn);
+            let h = page_hash(page);
+            match table.find(h) {
+                None => table.insert(Frame::hint(h, vm as u32, ppn)),
+                Some(slot) => {
+                    let f = table.get(slot);
+                    match f.kind() {
+                        FrameKind::Hint { vm: hv, ppn: hp } => {
+                            if images[hv as usize].page(hp) == page {
+                                // the hint's page becomes the shared page: the representative
+                                // is kept in the frame's MPN field as (vm, ppn) packed for images
+                                table.set(slot, Frame { hash: h, a: hv, b: hp });
+                                out.shared += 2;
+                                out.shared_frames += 1;
+                                out.reclaimed += 1;
+                                out.zero_shared += 2 * u64::from(page.iter().all(|&b| b == 0));
+                                // remember the count in a side channel: the sharers of an image
+                                // frame are not needed later, only its representative
+                            } else {
+                                out.false_matches += 1;
+                            }
+                        }
+                        FrameKind::Shared { mpn: rv, refs: rp } => {
+                            if images[rv as usize].page(rp) == page {
+                                out.shared += 1;
+                                out.reclaimed += 1;
+                                out.zero_shared += u64::from(page.iter().all(|&b| b == 0));
+                            } else {
+                                out.false_matches += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
