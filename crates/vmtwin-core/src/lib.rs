@@ -14,6 +14,7 @@ pub mod cpu;
 mod error;
 pub mod guest;
 pub mod hw;
+pub mod mem;
 pub mod metrics;
 pub mod sim;
 mod simulation;
