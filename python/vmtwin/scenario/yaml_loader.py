@@ -291,7 +291,7 @@ def _construct_int(loader: Any, node: Any) -> int:
     # Plain decimal digits (nearly every int of a scenario) without PyYAML's general parser,
     # which handles 0x, 0o, 1_000 and 1:30 at five times the cost.
     v = node.value
-    if v.isascii() and v.isdigit() and len(v) < 4000:
+    if v.isascii() and v.isdigit() and len(v) < 4000 and (v[0] != "0" or v == "0"):  # 0777 is octal in YAML 1.1
         return int(v)
     return yaml.constructor.SafeConstructor.construct_yaml_int(loader, node)
 

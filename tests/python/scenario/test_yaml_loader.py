@@ -91,6 +91,12 @@ def test_messages_name_the_yaml_path(text, path):
     assert str(info.value).startswith(path), str(info.value)
 
 
+@pytest.mark.parametrize("text", ["0", "7", "0777", "0x1f", "0o17", "1_000", "1:30", "+12", "-0", "007", "12345678901234567890"])
+def test_integers_read_as_yaml_1_1_reads_them(text):
+    # the fast path for plain decimal ints must not change what any spelling means
+    assert load_yaml(f"a: {text}\nb: !!int {text}\n", "<t>") == yaml.safe_load(f"a: {text}\nb: !!int {text}\n")
+
+
 def test_merge_keys_still_work():
     assert load_yaml("base: &b {x: 1, y: 2}\nc: {<<: *b, y: 3}\n", "<t>")["c"] == {"x": 1, "y": 3}
 
