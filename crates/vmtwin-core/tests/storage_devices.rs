@@ -303,3 +303,56 @@ fn bad_submissions_and_workloads_are_refused() {
     assert!(e.contains("workload.read_pct"), "{e}");
     assert!(st.add_workload(3, iometer(4096, 50.0, 4)).is_err());
 }
+
+/// Exact MVA of one FCFS queue (demand d) and a delay (think z) with n customers: (X, R).
+fn mva(n: u32, d: f64, z: f64) -> (f64, f64) {
+    let (mut q, mut x, mut r) = (0.0, 0.0, 0.0);
+    for k in 1..=n {
+        r = d * (1.0 + q);
+        x = f64::from(k) / (r + z);
+        q = x * r;
+    }
+    (x, r)
+}
+
+#[test]
+fn batch_customers_of_one_request_match_mva() {
+    use vmtwin_core::storage::workload::BatchWorkload;
+    for users in [1u32, 4, 12] {
+        let mut st = Storage::new(&single(DeviceSpec::Exponential { servers: 1, mean_service_ns: 4 * MS }, 64)).unwrap();
+        let w = BatchWorkload { users, read_pct: 50.0, batch_mean: 1.0, think_mean_ns: 20 * MS, block_bytes: 4096, random_pct: 100.0, start_ns: 0 };
+        let g = st.add_workload(0, WorkloadSpec::Batch(w)).unwrap();
+        let mut lp = Loop::default();
+        st.start(0, &mut lp);
+        lp.run_until(&mut st, 1000 * S);
+        let s = st.gen_stats(g);
+        let (x, r) = mva(users, 0.004, 0.020);
+        let (got_x, got_r) = (s.completed as f64 / 1000.0, s.mean_resp_ns() / 1e9);
+        println!("N {users}: X {got_x:.1} vs {x:.1}, R {got_r:.5} vs {r:.5}");
+        assert!((got_x - x).abs() / x < 0.03 && (got_r - r).abs() / r < 0.03);
+    }
+}
+
+#[test]
+fn filebench_batches_keep_their_read_mix_and_batch_size() {
+    use vmtwin_core::storage::workload::BatchWorkload;
+    assert!(BatchWorkload::filebench("ftp").is_none());
+    for (kind, mix) in [("file", 0.59), ("web", 0.92), ("mail", 0.39)] {
+        let w = BatchWorkload { users: 20, ..BatchWorkload::filebench(kind).unwrap() };
+        let mean = w.batch_mean;
+        let mut st = Storage::new(&single(DeviceSpec::Ssd(SsdParams::default()), 32)).unwrap();
+        let g = st.add_workload(0, WorkloadSpec::Batch(w)).unwrap();
+        let mut lp = Loop::default();
+        st.start(0, &mut lp);
+        lp.run_until(&mut st, 600 * S);
+        let s = st.gen_stats(g);
+        let reads = s.reads as f64 / s.completed as f64;
+        println!("{kind}: {} requests, read fraction {reads:.3}", s.completed);
+        // the read fraction of requests equals that of batches when sizes do not depend on type
+        assert!((reads - mix).abs() < 0.03, "{kind}: read fraction {reads} vs {mix}");
+        // batches are ~mean requests: throughput ≈ users x mean / (think + time to serve a batch)
+        let per_s = s.completed as f64 / 600.0;
+        let think = BatchWorkload::filebench(kind).unwrap().think_mean_ns as f64 / 1e9;
+        assert!((per_s - 20.0 * mean / think).abs() / (20.0 * mean / think) < 0.05, "{kind}: {per_s}/s");
+    }
+}

@@ -53,8 +53,9 @@ pub enum StorageEvent {
     /// a device finishes the command `cmd` of LUN `lun` (stale unless `attempt` still matches);
     /// a spinning disk's head is free then and starts its next on-board command
     DeviceDone { lun: u32, cmd: u32, attempt: u64 },
-    /// workload generator `gen` issues its next request (think time or inter-arrival over)
-    Issue { gen: u32 },
+    /// workload generator `gen` issues its next request(s) for customer `user` (think time or
+    /// inter-arrival over; `user` is 0 except for batch customers)
+    Issue { gen: u32, user: u32 },
     /// PSP Adaptive of LUN `lun` closes a monitoring window
     PspWindow { lun: u32 },
     /// path `path` fails (cable pull, target port down)

@@ -79,7 +79,8 @@ pub struct Completion {
 #[derive(Debug, Clone, Copy)]
 enum Owner {
     External(u64),
-    Gen(u32),
+    /// generator, customer
+    Gen(u32, u32),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -412,8 +413,10 @@ impl Storage {
         for g in 0..self.gens.len() {
             let span = self.disks[self.gens[g].disk as usize].span_bytes;
             let mut none = Vec::new();
-            if let Some(t) = self.gens[g].wake(now, true, span, &mut none) {
-                sched.at(t.max(now), StorageEvent::Issue { gen: g as u32 });
+            for user in 0..self.gens[g].users() {
+                if let Some(t) = self.gens[g].wake(now, true, user, span, &mut none) {
+                    sched.at(t.max(now), StorageEvent::Issue { gen: g as u32, user });
+                }
             }
         }
         for (l, lun) in self.luns.iter().enumerate() {
@@ -427,7 +430,7 @@ impl Storage {
     pub fn handle(&mut self, now: Time, ev: StorageEvent, sched: &mut impl IoScheduler) {
         match ev {
             StorageEvent::DeviceDone { lun, cmd, attempt } => self.device_done(now, lun, cmd, attempt, sched),
-            StorageEvent::Issue { gen } => self.gen_wake(now, gen, true, sched),
+            StorageEvent::Issue { gen, user } => self.gen_wake(now, gen, user, true, sched),
             StorageEvent::PspWindow { lun } => {
                 let l = &mut self.luns[lun as usize];
                 let w = std::mem::take(&mut l.window);
@@ -456,20 +459,20 @@ impl Storage {
     }
 
     /// Generator `g` issues; the LUN dispatches unless the caller will (a completion does).
-    fn gen_wake(&mut self, now: Time, g: u32, dispatch: bool, sched: &mut impl IoScheduler) {
+    fn gen_wake(&mut self, now: Time, g: u32, user: u32, dispatch: bool, sched: &mut impl IoScheduler) {
         let gen = &mut self.gens[g as usize];
         let disk = gen.disk;
         let mut reqs = std::mem::take(&mut self.scratch_req);
-        let next = gen.wake(now, false, self.disks[disk as usize].span_bytes, &mut reqs);
+        let next = gen.wake(now, false, user, self.disks[disk as usize].span_bytes, &mut reqs);
         gen.in_flight += reqs.len() as u32;
         gen.stats.issued += reqs.len() as u64;
         for &(op, off, len) in &reqs {
-            self.accept(now, disk, op, off, len, Owner::Gen(g));
+            self.accept(now, disk, op, off, len, Owner::Gen(g, user));
         }
         reqs.clear();
         self.scratch_req = reqs;
         if let Some(t) = next {
-            sched.at(t, StorageEvent::Issue { gen: g });
+            sched.at(t, StorageEvent::Issue { gen: g, user });
         }
         if dispatch {
             self.dispatch(now, self.disks[disk as usize].lun, sched);
@@ -778,13 +781,13 @@ impl Storage {
                     let disk = h.disk; // all pieces of a request are on one disk
                     self.completions.push(Completion { token, disk, op: par.op, bytes: par.len, issued: par.issued, done: now });
                 }
-                Owner::Gen(g) => {
-                    if let Some(t) = self.gens[g as usize].completed(now, par.op, par.len, now - par.issued) {
+                Owner::Gen(g, user) => {
+                    if let Some(t) = self.gens[g as usize].completed(now, user, par.op, par.len, now - par.issued) {
                         if t == now {
                             let other_lun = self.disks[self.gens[g as usize].disk as usize].lun != l;
-                            self.gen_wake(now, g, other_lun, sched);
+                            self.gen_wake(now, g, user, other_lun, sched);
                         } else {
-                            sched.at(t, StorageEvent::Issue { gen: g });
+                            sched.at(t, StorageEvent::Issue { gen: g, user });
                         }
                     }
                 }

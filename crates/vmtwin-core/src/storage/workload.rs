@@ -9,6 +9,12 @@
 //!   `rate_per_s`, whatever is in flight; with a `cap`, an arrival that finds `cap` of this
 //!   source's requests in flight is dropped and counted (an application with a bounded queue:
 //!   the M/M/1/K check uses it).
+//! - **Batch** (closed loop, FileBench/Kraft-like): `users` customers each think (exponential,
+//!   mean `think_mean_ns`), then issue a batch of requests at one instant — all reads with
+//!   probability `read_pct`/100, else all writes; the size is geometric on 1, 2, ... with mean
+//!   `batch_mean` — and think again when the whole batch has completed: the structure Kraft et al.
+//!   measured for FileBench file, web and mail servers (§6.3; presets in
+//!   [`BatchWorkload::filebench`] from their Table 11 and §7 read mixes).
 //! - **Trace replay** (open loop): the records of a block trace are issued at their recorded
 //!   times (shifted so the first is at `start_ns`, divided by `speed`), with their recorded
 //!   direction, offset and length. [`read_vscsi_csv`] reads the CloudPhysics VSCSI CSV format of
@@ -28,8 +34,8 @@
 //! squares and maximum of response times (issue to completion, as the application sees them).
 //!
 //! # Known gaps
-//! - Postmark/FFSB/FileBench-like mixes (Kraft §5, §7) are not here yet: their batch and think
-//!   time structure is in the Python models (`vmtwin.models`).
+//! - Postmark/FFSB are not here; the batch presets use exponential think times and geometric
+//!   batch sizes with the published means (the paper's distributions are not published).
 //! - Iometer's access-specification lists (several sizes with weights) are a single size here.
 
 use super::Op;
@@ -71,6 +77,40 @@ pub struct PoissonSource {
     pub start_ns: Time,
 }
 
+/// A closed population of batch customers (FileBench-like).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BatchWorkload {
+    /// batch customers
+    pub users: u32,
+    /// batches that are reads, percentage 0-100
+    pub read_pct: f64,
+    /// mean requests per batch (geometric on 1, 2, ...), >= 1
+    pub batch_mean: f64,
+    /// mean think time after a batch completes (exponential), ns
+    pub think_mean_ns: Time,
+    /// request size, bytes
+    pub block_bytes: u32,
+    /// random requests as a percentage, 0-100
+    pub random_pct: f64,
+    /// when the customers start thinking, ns
+    pub start_ns: Time,
+}
+
+impl BatchWorkload {
+    /// Kraft et al.'s FileBench `file`, `web` or `mail` server as one customer: read mix from §7
+    /// (0.59, 0.92, 0.39), mean read batch size and think time from Table 11 (5.07/151 ms,
+    /// 5.79/141 ms, 5.49/149 ms). Block size 8 kB and 100 % random: chosen (not published).
+    pub fn filebench(kind: &str) -> Option<Self> {
+        let (read_pct, batch_mean, think_ms) = match kind {
+            "file" => (59.0, 5.07, 151),
+            "web" => (92.0, 5.79, 141),
+            "mail" => (39.0, 5.49, 149),
+            _ => return None,
+        };
+        Some(BatchWorkload { users: 1, read_pct, batch_mean, think_mean_ns: think_ms * crate::sim::NS_PER_MS, block_bytes: 8192, random_pct: 100.0, start_ns: 0 })
+    }
+}
+
 /// One request of a block trace.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TraceRecord {
@@ -102,6 +142,8 @@ pub enum WorkloadSpec {
     Iometer(Iometer),
     /// open Poisson
     Poisson(PoissonSource),
+    /// closed batches
+    Batch(BatchWorkload),
     /// trace replay
     Trace(TraceReplay),
 }
@@ -148,6 +190,8 @@ pub struct Generator {
     rng: Rng,
     next_seq_bytes: u64,
     cursor: usize,
+    /// requests of each batch customer's current batch still in flight
+    batch_left: Vec<u32>,
 }
 
 impl Generator {
@@ -181,13 +225,33 @@ impl Generator {
                     return bad("cap", "0".into(), "an integer >= 1, or none");
                 }
             }
+            WorkloadSpec::Batch(w) => {
+                if w.block_bytes < 512 || w.block_bytes % 512 != 0 {
+                    return bad("block_bytes", w.block_bytes.to_string(), "a multiple of 512 bytes");
+                }
+                if !pct_ok(w.read_pct) || !pct_ok(w.random_pct) {
+                    return bad("read_pct", format!("{} / random_pct {}", w.read_pct, w.random_pct), "percentages in [0, 100]");
+                }
+                if w.users == 0 {
+                    return bad("users", "0".into(), "an integer >= 1");
+                }
+                if !(w.batch_mean >= 1.0 && w.batch_mean.is_finite()) {
+                    return bad("batch_mean", w.batch_mean.to_string(), "a mean >= 1");
+                }
+            }
             WorkloadSpec::Trace(t) => {
                 if !(t.speed > 0.0 && t.speed.is_finite()) {
                     return bad("speed", t.speed.to_string(), "a factor > 0");
                 }
             }
         }
-        Ok(Generator { spec, disk, stats: GenStats::default(), in_flight: 0, rng, next_seq_bytes: 0, cursor: 0 })
+        let users = if let WorkloadSpec::Batch(w) = &spec { w.users as usize } else { 1 };
+        Ok(Generator { spec, disk, stats: GenStats::default(), in_flight: 0, rng, next_seq_bytes: 0, cursor: 0, batch_left: vec![0; users] })
+    }
+
+    /// Customers whose first wake-up is separate (batch customers), else 1.
+    pub(crate) fn users(&self) -> u32 {
+        self.batch_left.len() as u32
     }
 
     /// A synthetic request on a disk of `span_bytes`: (direction, offset, length).
@@ -206,8 +270,22 @@ impl Generator {
 
     /// Requests to issue at `now` and when to call again: (requests, next wake-up).
     /// `first` is the call from `start`.
-    pub(crate) fn wake(&mut self, now: Time, first: bool, span_bytes: u64, out: &mut Vec<(Op, u64, u32)>) -> Option<Time> {
+    pub(crate) fn wake(&mut self, now: Time, first: bool, user: u32, span_bytes: u64, out: &mut Vec<(Op, u64, u32)>) -> Option<Time> {
         match &self.spec {
+            WorkloadSpec::Batch(w) => {
+                let (b, rd, rnd, mean, think, start) = (w.block_bytes, w.read_pct, w.random_pct, w.batch_mean, w.think_mean_ns, w.start_ns);
+                if first {
+                    return Some(start + self.rng.exponential(think as f64));
+                }
+                let batch_read_pct = if self.rng.uniform() * 100.0 < rd { 100.0 } else { 0.0 };
+                // geometric on 1, 2, ... with mean `mean`
+                let size = if mean <= 1.0 { 1 } else { 1 + ((1.0 - self.rng.uniform()).ln() / (1.0 - 1.0 / mean).ln()) as u32 };
+                for _ in 0..size {
+                    out.push(self.draw(b, batch_read_pct, rnd, span_bytes));
+                }
+                self.batch_left[user as usize] = size;
+                None
+            }
             WorkloadSpec::Iometer(w) => {
                 let (b, rd, rnd, n, start) = (w.block_bytes, w.read_pct, w.random_pct, w.outstanding, w.start_ns);
                 if first {
@@ -249,7 +327,7 @@ impl Generator {
     }
 
     /// One of its requests completed after `resp` ns: returns when to issue the next (closed loop).
-    pub(crate) fn completed(&mut self, now: Time, op: Op, bytes: u32, resp: Time) -> Option<Time> {
+    pub(crate) fn completed(&mut self, now: Time, user: u32, op: Op, bytes: u32, resp: Time) -> Option<Time> {
         self.in_flight -= 1;
         let s = &mut self.stats;
         s.completed += 1;
@@ -260,6 +338,12 @@ impl Generator {
         s.resp_max_ns = s.resp_max_ns.max(resp);
         match &self.spec {
             WorkloadSpec::Iometer(w) => Some(now + w.think_ns),
+            WorkloadSpec::Batch(w) => {
+                let think = w.think_mean_ns as f64;
+                let left = &mut self.batch_left[user as usize];
+                *left -= 1;
+                (*left == 0).then(|| now + self.rng.exponential(think))
+            }
             _ => None,
         }
     }
