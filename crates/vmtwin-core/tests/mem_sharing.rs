@@ -1,0 +1,208 @@
+//! Page-sharing exactness: a full scan reclaims exactly (pages - distinct contents), counted
+//! independently of the sharing table, on random content and on real bytes of memory images.
+
+mod mem_support;
+
+use proptest::prelude::*;
+use std::collections::HashSet;
+use vmtwin_core::mem::sharing::scan_images;
+use vmtwin_core::mem::*;
+
+fn quiet_params() -> MemParams {
+    let mut p = MemParams::for_preset(Preset::Esx2013, 1 << 16);
+    p.host_overhead_pages = 16;
+    p
+}
+
+fn host(pages_per_vm: &[u32]) -> MemHost {
+    let mut h = MemHost::new(quiet_params(), 2, 1 << 15, Box::new(FixedLatencySwapStandIn::default()), 3).unwrap();
+    for (i, &n) in pages_per_vm.iter().enumerate() {
+        let mut s = VmMemSpec::new(&format!("vm{i}"), n);
+        s.overhead_pages = 8;
+        h.power_on(s).unwrap();
+    }
+    h
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    /// VMs whose pages hold contents drawn from a small random alphabet (so duplicates within
+    /// and across VMs, zero pages included): after a full scan, the machine pages freed, and
+    /// SHRDSVD summed over VMs, equal pages - distinct contents.
+    #[test]
+    fn full_scan_reclaims_pages_minus_distinct_contents(
+        sizes in prop::collection::vec(1u32..400, 1..5),
+        alphabet in 1u64..300,
+        draws in prop::collection::vec(any::<u64>(), 1600))
+    {
+        let mut h = host(&sizes);
+        let mut all = Vec::new();
+        let mut k = 0usize;
+        for (vm, &n) in sizes.iter().enumerate() {
+            for ppn in 0..n {
+                let c = draws[k % draws.len()] % alphabet; // 0 is the zero page
+                k += 1;
+                h.write(vm as u32, ppn, c * 0x9E37_79B9, 0);
+                all.push(c);
+            }
+        }
+        // an independent count: distinct values drawn
+        let distinct = all.iter().collect::<HashSet<_>>().len() as u64;
+        let pages = all.len() as u64;
+        let free_before = h.free_pages();
+        // scan twice: the second pass must change nothing
+        h.full_scan();
+        let free_after = h.free_pages();
+        h.full_scan();
+        prop_assert_eq!(h.free_pages(), free_after);
+        prop_assert_eq!(free_after - free_before, pages - distinct);
+        let saved: f64 = (0..sizes.len() as u32).map(|v| h.vm_stats(v).shrdsvd).sum();
+        prop_assert!((saved - (pages - distinct) as f64).abs() < 1e-6, "SHRDSVD {} vs {}", saved, pages - distinct);
+        let consumed: f64 = (0..sizes.len() as u32).map(|v| h.vm_stats(v).consumed).sum();
+        prop_assert!((consumed - distinct as f64).abs() < 1e-6, "consumed {} vs distinct {}", consumed, distinct);
+        prop_assert_eq!(h.audit(), Ok(()));
+    }
+}
+
+/// A copy-on-write break gives the writer a private page and frees nothing else.
+#[test]
+fn write_to_shared_page_breaks_copy_on_write() {
+    let mut h = host(&[4, 4]);
+    for vm in 0..2 {
+        for ppn in 0..4 {
+            h.write(vm, ppn, 77, 0);
+        }
+    }
+    h.full_scan();
+    assert_eq!(h.vm_stats(0).shrd + h.vm_stats(1).shrd, 8);
+    let free = h.free_pages();
+    assert!(matches!(h.write(1, 2, 78, 0), Access::Fault { .. }));
+    assert_eq!(h.free_pages(), free - 1);
+    assert_eq!(h.pmap(1).state(2), PageState::Regular);
+    assert_eq!(h.vm_stats(1).counters.cow_breaks, 1);
+    // a read of a shared page does not fault [S2 §3.4]
+    assert_eq!(h.read(0, 0, 0), Access::Hit);
+    assert_eq!(h.audit(), Ok(()));
+}
+
+/// A small synthetic "guest": zero pages, pages of a common OS image, pages of a common
+/// application, private random pages, and near-duplicates (one byte changed), as raw bytes.
+fn synthetic_image(vm: u64, pages: usize, os: &[Vec<u8>], app: &[Vec<u8>]) -> Vec<u8> {
+    let mut state = vm.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut out = Vec::with_capacity(pages * PAGE_BYTES);
+    for _ in 0..pages {
+        let r = next() % 100;
+        let page: Vec<u8> = if r < 20 {
+            vec![0; PAGE_BYTES]
+        } else if r < 50 {
+            os[(next() % os.len() as u64) as usize].clone()
+        } else if r < 65 {
+            app[(next() % app.len() as u64) as usize].clone()
+        } else if r < 75 {
+            let mut p = os[(next() % os.len() as u64) as usize].clone();
+            let at = (next() % PAGE_BYTES as u64) as usize;
+            p[at] ^= 1 + (next() % 255) as u8;
+            p
+        } else {
+            (0..PAGE_BYTES).map(|_| next() as u8).collect()
+        };
+        out.extend_from_slice(&page);
+    }
+    out
+}
+
+fn random_pages(seed: u64, n: usize) -> Vec<Vec<u8>> {
+    let mut s = seed | 1;
+    (0..n)
+        .map(|_| {
+            (0..PAGE_BYTES)
+                .map(|_| {
+                    s ^= s << 13;
+                    s ^= s >> 7;
+                    s ^= s << 17;
+                    (s >> 24) as u8
+                })
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn full_scan_of_real_memory_images_reclaims_pages_minus_distinct_pages() {
+    let dir = std::env::temp_dir().join(format!("vmtwin-mem-images-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let os = random_pages(11, 64);
+    let app = random_pages(12, 24);
+    let mut images = Vec::new();
+    for vm in 0..3u64 {
+        let path = dir.join(format!("vm{vm}.vmem"));
+        std::fs::write(&path, synthetic_image(vm + 1, 512, &os, &app)).unwrap();
+        images.push(MemoryImage::read(&path).unwrap());
+    }
+    // independent count: distinct byte strings of 4 KiB
+    let mut distinct: HashSet<&[u8]> = HashSet::new();
+    let mut zero = 0u64;
+    for img in &images {
+        for p in 0..img.pages() {
+            distinct.insert(img.page(p));
+            zero += u64::from(img.page(p).iter().all(|&b| b == 0));
+        }
+    }
+    let pages = 3 * 512u64;
+    let refs: Vec<&MemoryImage> = images.iter().collect();
+    let scan = scan_images(&refs);
+    assert_eq!(scan.pages, pages);
+    assert_eq!(scan.reclaimed, pages - distinct.len() as u64);
+    assert_eq!(scan.shared - scan.shared_frames, scan.reclaimed);
+    assert_eq!(scan.zero_shared, zero);
+    assert_eq!(scan.false_matches, 0);
+    // near-duplicates exist and were not shared: the distinct count is above the pool sizes
+    assert!(distinct.len() > os.len() + app.len() + 1);
+
+    // the same images as VMs of a host: touching every page and a full scan free exactly as many
+    let mut h = MemHost::new(quiet_params(), 1, 4096, Box::new(FixedLatencySwapStandIn::default()), 5).unwrap();
+    for (i, img) in images.into_iter().enumerate() {
+        let mut s = VmMemSpec::new(&format!("img{i}"), 512);
+        s.overhead_pages = 0;
+        s.image = Some(img);
+        h.power_on(s).unwrap();
+    }
+    for vm in 0..3 {
+        for ppn in 0..512 {
+            h.read(vm, ppn, 0);
+        }
+    }
+    let before = h.free_pages();
+    h.full_scan();
+    assert_eq!(h.free_pages() - before, scan.reclaimed);
+    assert_eq!((0..3).map(|v| h.vm_stats(v).zero).sum::<u64>(), zero);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn missing_truncated_and_mis_sized_images_are_refused_by_name() {
+    let dir = std::env::temp_dir().join(format!("vmtwin-mem-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let missing = dir.join("nope.vmem");
+    let e = MemoryImage::read(&missing).unwrap_err().to_string();
+    assert!(e.contains("nope.vmem") && e.contains("unreadable"), "{e}");
+    let truncated = dir.join("cut.vmem");
+    std::fs::write(&truncated, vec![0u8; 3 * PAGE_BYTES + 100]).unwrap();
+    let e = MemoryImage::read(&truncated).unwrap_err().to_string();
+    assert!(e.contains("cut.vmem") && e.contains("12388 bytes") && e.contains("truncated"), "{e}");
+    std::fs::write(&truncated, b"").unwrap();
+    assert!(MemoryImage::read(&truncated).is_err());
+    let img = MemoryImage::from_bytes(vec![0u8; 2 * PAGE_BYTES], "x").unwrap();
+    let mut h = host(&[]);
+    let mut s = VmMemSpec::new("small", 3);
+    s.image = Some(img);
+    let e = h.power_on(s).unwrap_err().to_string();
+    assert!(e.contains("vms[0].memory.image") && e.contains("2 pages"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
