@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from oracle import Oracle
+from inventory_oracle import Oracle
 from vmtwin.inventory.model import NODE_TYPES, REL_TYPES, Inventory
 from vmtwin.inventory.queries import QUERIES, REQUIRED
 from vmtwin.inventory.store import open_graph, write_graph
