@@ -103,6 +103,26 @@ def _run_pool(tasks: Sequence[Task], workers: int, progress: Progress) -> list[d
         pool.shutdown(wait=True)
 
 
+#: How long to wait for the Ray head's port to answer before saying nothing is there (Ray itself
+#: retries for minutes).
+CONNECT_TIMEOUT_S = 5.0
+
+
+def _check_reachable(address: str) -> None:
+    """Refuse a malformed HOST:PORT, or one where nothing listens, at once and clearly."""
+    import socket
+
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise VmtwinError(f"--address: got {address!r}; allowed: HOST:PORT of a Ray head, e.g. 10.0.0.5:6379")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S):
+            pass
+    except OSError as exc:
+        raise VmtwinError(f"--address {address}: no Ray head answers there ({exc.strerror or exc}); start one "
+                          f"with `ray start --head --port {port}`") from None
+
+
 def _run_ray(tasks: Sequence[Task], address: Optional[str], progress: Progress) -> list[dict[str, pa.Table]]:
     try:
         import ray
@@ -114,6 +134,7 @@ def _run_ray(tasks: Sequence[Task], address: Optional[str], progress: Progress) 
                           "as printed by `ray start --head`)")
     started_here = not ray.is_initialized()
     if started_here:
+        _check_reachable(address)
         try:
             ray.init(address=address, logging_level="ERROR", log_to_driver=False)
         except (ConnectionError, RuntimeError, ValueError) as exc:

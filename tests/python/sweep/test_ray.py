@@ -23,6 +23,7 @@ pytest.importorskip("ray", reason="Ray is not installed: pip install 'vmtwin[ray
                                   "extra) to run the Ray backend test")
 
 START_TIMEOUT_S = 120
+STOP_GRACE_S = 3
 
 
 def _free_port() -> int:
@@ -54,11 +55,26 @@ def ray_head():
             time.sleep(0.5)
         yield address
     finally:
+        # every process of the head is in the session started here: stop exactly those, asking
+        # first, then at once (a graceful Ray shutdown takes half a minute on a busy machine)
         try:
             os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(60)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
+            proc.wait(STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            pass
+        except ProcessLookupError:
+            pass
+        try:
             os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+        for _ in range(100):  # until the kernel has no process left in the group
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                break
+            time.sleep(0.1)
         shutil.rmtree(tmp, ignore_errors=True)
 
 
@@ -75,4 +91,9 @@ def test_ray_needs_address_and_a_cluster(tmp_path, base_file, capsys):
     sw = write_sweep_file(tmp_path, "host.cores_per_llc: [2]\n", replications=1)
     assert main(["sweep", sw, "-o", str(tmp_path / "o"), "--backend", "ray"]) == 2
     assert "--address" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+    assert main(["sweep", sw, "-o", str(tmp_path / "o"), "--backend", "ray", "--address", f"127.0.0.1:{_free_port()}"]) == 2
+    assert "no Ray head answers there" in capsys.readouterr().err
+    assert main(["sweep", sw, "-o", str(tmp_path / "o"), "--backend", "ray", "--address", "nonsense"]) == 2
+    assert "HOST:PORT" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()

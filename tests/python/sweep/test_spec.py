@@ -95,3 +95,16 @@ def test_load_sweep_paths_relative_to_file(tmp_path, base_file):
     sw = load_sweep(write_sweep_file(tmp_path, "host.cores_per_llc: [2, 4]\n", replications=3))
     assert sw.base.name == "tiny" and sw.replications == 3 and sw.seed == 3
     assert len(sw.tasks()) == 6
+
+
+def test_docs_python_example_runs():
+    """The Python example of docs/sweep.md, as written there."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[3] / "docs" / "sweep.md").read_text()
+    code = re.search(r"```python\n(.*?)```", text, re.S).group(1)
+    env: dict = {}
+    exec(code, env)
+    s = env["tables"]["summary"].to_pandas()
+    assert s[s.metric == "max(vcpu.%RDY)"]["mean"].round(0).tolist() == [0.0, 33.0]
