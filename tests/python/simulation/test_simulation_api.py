@@ -208,6 +208,8 @@ import threading  # noqa: E402
 import time  # noqa: E402
 
 import pyarrow.parquet as pq  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 
 from vmtwin import results as results_mod  # noqa: E402
 from vmtwin import simulation as simulation_mod  # noqa: E402
@@ -476,3 +478,37 @@ def test_ctrl_c_stops_a_run_within_a_second():
     killer.wait()
     assert late < 1.0, f"Ctrl-C took {late:.2f} s"
     assert 0 < sim.now < 3600  # stopped early, at a sample
+
+
+SHORT = STEPPED.replace("duration: 60s", "duration: 20s").replace("power_on: 50s", "power_on: 15s")
+
+_ACTION = st.one_of(
+    st.tuples(st.just("run"), st.sampled_from([0, 0.5, 1, 2.25, 4])),
+    st.tuples(st.just("shares"), st.sampled_from("abc"), st.sampled_from(["low", "high", 1, 5000, 10**6])),
+    st.tuples(st.just("limit"), st.sampled_from("abc"), st.sampled_from(["unlimited", "300MHz", 900, 4000, 0])),
+    st.tuples(st.just("reservation"), st.sampled_from("abc"), st.sampled_from([0, "500MHz", 1500, 3900])),
+    st.tuples(st.just("power_on"), st.sampled_from(["late", "a"])),
+)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(actions=st.lists(_ACTION, max_size=10))
+def test_random_stepped_runs_replay_byte_identically(tmp_path_factory, actions):
+    """Any sequence of steps and reconfigurations, refused ones included, replays to the same bytes."""
+    tmp = tmp_path_factory.mktemp("replay")
+    sim = Simulation(SHORT)
+    for kind, *args in actions:
+        try:
+            if kind == "run":
+                sim.run_until(min(sim.duration, sim.now + args[0]))
+            elif kind == "power_on":
+                sim.power_on(args[0])
+            else:
+                sim.set_vm_cpu(args[0], **{kind: args[1]})
+        except vmtwin.VmtwinError:
+            pass  # refused (admission control, a limit below the reservation, already on): changes nothing
+    sim.run()
+    original = sim.write(tmp / "original")
+    replayed = Simulation.replay(original.manifest).write(tmp / "replayed")
+    assert _parquet(replayed.path) == _parquet(original.path)
+    assert replayed.manifest["actions"] == original.manifest["actions"]
