@@ -303,3 +303,27 @@ proptest! {
         prop_assert_eq!(disk_cmds, subs.len() as u64);
     }
 }
+
+#[test]
+fn a_full_hba_port_holds_io_in_the_kernel_queue() {
+    // port queue depth 4 on each of two ports, 2 VMs x 16 outstanding: commands wait for a port
+    // slot in the kernel queue; RR (iops 10) still splits them evenly over the two AO paths
+    let mut spec = array_spec(PspSpec::RoundRobin { iops: 10 }, 2, 8);
+    for a in &mut spec.adapters {
+        a.queue_depth = 4;
+    }
+    let mut st = Storage::new(&spec).unwrap();
+    for d in 0..2 {
+        st.add_workload(d, iometer(4096, 50.0, 16)).unwrap();
+    }
+    let mut lp = Loop::default();
+    st.start(0, &mut lp);
+    lp.run_until(&mut st, S);
+    let lun = st.lun_counters(0, S);
+    let (a0, a1) = (st.adapter_counters(0, S), st.adapter_counters(1, S));
+    assert!(a0.actv <= 4 && a1.actv <= 4);
+    assert!(lun.qued >= 24, "commands beyond the ports' depth wait in the kernel: {lun:?}");
+    let (p0, p1) = (st.path_counters(0, S).cmds, st.path_counters(1, S).cmds);
+    assert!(p0.abs_diff(p1) <= 10 + 8, "{p0} vs {p1}");
+    assert_eq!(st.in_flight(), 32);
+}

@@ -131,6 +131,8 @@ pub struct Nmp {
     current: usize,
     rr: Cursor,
     wr: Cursor,
+    /// whether the last selection used the write cursor (for [`Nmp::unselect`])
+    last_wr: bool,
     adaptive: Option<Adaptive>,
 }
 
@@ -148,7 +150,7 @@ impl Nmp {
             ),
         };
         let n = optimized.len();
-        let mut nmp = Nmp { kind, iops, up: vec![true; n], optimized, current: 0, rr: Cursor::default(), wr: Cursor::default(), adaptive };
+        let mut nmp = Nmp { kind, iops, up: vec![true; n], optimized, current: 0, rr: Cursor::default(), wr: Cursor::default(), last_wr: false, adaptive };
         nmp.current = match kind {
             Kind::Fixed { preferred } => preferred,
             _ => nmp.first_working().unwrap_or(0),
@@ -190,12 +192,22 @@ impl Nmp {
             }
             Kind::Rr => {
                 let (up, opt) = (&self.up, &self.optimized);
-                if op == Op::Write && self.adaptive.as_ref().is_some_and(|a| a.spreading) {
+                self.last_wr = op == Op::Write && self.adaptive.as_ref().is_some_and(|a| a.spreading);
+                if self.last_wr {
                     return Self::rotate(&mut self.wr, self.iops, n, |i| up[i]);
                 }
                 let any_ao = (0..n).any(|i| up[i] && opt[i]);
                 Self::rotate(&mut self.rr, self.iops, n, |i| up[i] && (opt[i] || !any_ao))
             }
+        }
+    }
+
+    /// The path just selected could not take the command (its HBA port was full): the command
+    /// is not counted against the round-robin switch count.
+    pub fn unselect(&mut self) {
+        if self.kind == Kind::Rr {
+            let c = if self.last_wr { &mut self.wr } else { &mut self.rr };
+            c.count = c.count.saturating_sub(1);
         }
     }
 

@@ -601,6 +601,7 @@ impl Storage {
             let a = self.paths[path].adapter as usize;
             if self.adapters[a].active >= self.adapters[a].qdepth {
                 self.adapters[a].blocked = true;
+                self.luns[li].nmp.unselect();
                 return;
             }
             self.luns[li].queues[class].pop_front();
