@@ -188,8 +188,19 @@ impl FrameTable {
         self.slots[i] = Frame::default();
     }
 
+    /// Make room for `frames` frames in all without growing again.
+    pub fn reserve(&mut self, frames: usize) {
+        let n = (frames * 2).next_power_of_two();
+        if n > self.slots.len() {
+            self.rebuild(n);
+        }
+    }
+
     fn grow(&mut self) {
-        let n = self.slots.len() * 2;
+        self.rebuild(self.slots.len() * 2);
+    }
+
+    fn rebuild(&mut self, n: usize) {
         let old = std::mem::replace(&mut self.slots, vec![Frame::default(); n]);
         let (used, shared) = (self.used, self.shared);
         self.used = 0;
