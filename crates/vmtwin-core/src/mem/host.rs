@@ -579,13 +579,18 @@ impl MemHost {
     /// One full sharing pass over every page of every VM, in order (a test and benchmark aid;
     /// the tick scans at the configured rate in random order). Returns pages examined.
     pub fn full_scan(&mut self) -> u64 {
+        const AHEAD: u32 = 8;
         let mut n = 0;
         for vm in 0..self.vms.len() as u32 {
-            for ppn in 0..self.vms[vm as usize].pmap.pages() {
+            let pages = self.vms[vm as usize].pmap.pages();
+            for ppn in 0..pages {
+                if ppn + AHEAD < pages {
+                    self.frames.prefetch(key(self.vms[vm as usize].pmap.content(ppn + AHEAD)));
+                }
                 self.share_candidate(vm, ppn);
                 n += 1;
             }
-            self.vms[vm as usize].c.scanned += u64::from(self.vms[vm as usize].pmap.pages());
+            self.vms[vm as usize].c.scanned += u64::from(pages);
         }
         n
     }
