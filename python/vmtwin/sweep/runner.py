@@ -13,6 +13,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import threading
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Callable, Optional, Sequence
 
@@ -28,6 +29,9 @@ BACKENDS = ("local", "ray")
 #: Imported once by the fork server, so each worker starts as a fork of a process that has them
 #: (pyarrow imports pandas lazily on the first run: 0.7 s a worker otherwise).
 _PRELOAD = ("pandas", "vmtwin.simulation", "vmtwin.sweep.metrics", "vmtwin.sweep.runner")
+
+#: How long to wait for a terminated worker to exit.
+STOP_TIMEOUT_S = 10.0
 
 Progress = Optional[Callable[[int, int], None]]
 
@@ -79,10 +83,66 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+def _start_fork_server() -> None:
+    """Start the fork server ignoring SIGINT: a terminal's Ctrl-C goes to the whole process group,
+    and the server would die with a traceback if it came while it imports its modules (it ignores
+    SIGINT itself only once they are in). An ignored signal stays ignored across exec, so the
+    server starts that way; this process ignores it only for the few milliseconds of the exec."""
+    from multiprocessing import forkserver
+
+    if threading.current_thread() is not threading.main_thread():
+        forkserver.ensure_running()
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        forkserver.ensure_running()
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
+def _ready() -> bool:
+    return True
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Stop the workers first (SIGTERM ends one at once), then the pool: the other order would
+    free the pool's queues under a worker still reading them (a traceback on stderr)."""
+    workers_now = list((getattr(pool, "_processes", None) or {}).values())
+    for p in workers_now:
+        p.terminate()
+    for p in workers_now:
+        p.join(STOP_TIMEOUT_S)
+    pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _start_pool(ctx, n: int) -> ProcessPoolExecutor:
+    """A pool whose ``n`` workers are all running. Ctrl-C meanwhile is held back until they are
+    (a worker interrupted while the fork server makes it prints a traceback), then raised."""
+    held: list[int] = []
+    main = threading.current_thread() is threading.main_thread()
+    old = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum)) if main else None
+    try:
+        pool = ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=_ignore_sigint)
+        try:
+            for f in [pool.submit(_ready) for _ in range(n)]:
+                f.result()
+        except BaseException:
+            _stop(pool)
+            raise
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, old)
+    if held:
+        _stop(pool)
+        raise KeyboardInterrupt
+    return pool
+
+
 def _run_pool(tasks: Sequence[Task], workers: int, progress: Progress) -> list[dict[str, pa.Table]]:
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(list(_PRELOAD))
-    pool = ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=ctx, initializer=_ignore_sigint)
+    _start_fork_server()
+    pool = _start_pool(ctx, min(workers, len(tasks)))
     try:
         futures = [pool.submit(run_task, t) for t in tasks]
         pending = set(futures)
@@ -95,9 +155,7 @@ def _run_pool(tasks: Sequence[Task], workers: int, progress: Progress) -> list[d
                 progress(len(futures) - len(pending), len(futures))
         return [f.result() for f in futures]
     except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)
-        for p in list((getattr(pool, "_processes", None) or {}).values()):  # running runs: stop them now
-            p.terminate()
+        _stop(pool)
         raise
     finally:
         pool.shutdown(wait=True)

@@ -2,6 +2,7 @@
 t intervals against an independent computation, and atomic on error."""
 
 import math
+import os
 import statistics
 
 import numpy as np
@@ -59,9 +60,11 @@ def test_t_interval_matches_scipy_interval(values, conf):
     assert n == len(values)
     assert math.isclose(mean, statistics.fmean(values), rel_tol=1e-9, abs_tol=1e-9)
     assert math.isclose(sd, statistics.stdev(values), rel_tol=1e-7, abs_tol=1e-9)
-    if sd > 0:
+    if statistics.stdev(values) > 0:
         lo, hi = stats.t.interval(conf, n - 1, loc=statistics.fmean(values), scale=statistics.stdev(values) / n**0.5)
         assert math.isclose(low, lo, rel_tol=1e-6, abs_tol=1e-6) and math.isclose(high, hi, rel_tol=1e-6, abs_tol=1e-6)
+    else:  # equal values: a zero-width interval (up to rounding in the sd)
+        assert math.isclose(low, mean, abs_tol=1e-9) and math.isclose(high, mean, abs_tol=1e-9)
 
 
 def test_one_replication_has_no_interval():
@@ -108,9 +111,24 @@ def test_plot_arguments_checked_before_running(tmp_path, base_file, capsys):
     assert "vm[busy-1].%RDY against host.cores_per_llc" in html
 
 
+def _children(pid: int) -> list[int]:
+    """Processes whose parent is ``pid`` (from /proc)."""
+    from pathlib import Path
+
+    kids = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            kids.append(int(stat.parent.name))
+    return kids
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="finds the pool's processes through /proc (Linux)")
 def test_ctrl_c_leaves_nothing(tmp_path, base_file):
     """Ctrl-C in a terminal reaches the command and its workers: exit 130, no folder, no temp."""
-    import os
     import signal
     import subprocess
     import sys
@@ -122,8 +140,14 @@ def test_ctrl_c_leaves_nothing(tmp_path, base_file):
     vmtwin = str(Path(sys.executable).parent / "vmtwin")
     proc = subprocess.Popen([vmtwin, "sweep", sw, "-o", str(tmp_path / "out"), "--workers", "2"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    time.sleep(4)  # past start-up: the pool is running
-    assert proc.poll() is None, proc.communicate()
+    # wait until the command runs its pool (it has a child process, the fork server): Ctrl-C
+    # during vmtwin's own start-up is another matter (tests/python/cli)
+    deadline = time.monotonic() + 60
+    while not _children(proc.pid):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the sweep's pool did not start within 60 s"
+        time.sleep(0.2)
+    time.sleep(0.5)
     os.killpg(proc.pid, signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
