@@ -152,3 +152,48 @@ def predict_from_csv(path: Path, vms: list[str] | None = None):
     if len(stats) < 2:
         raise scenario_error(f"{path}", f"{len(stats)} VM(s)", "at least 2 VMs to consolidate")
     return predict(stats), [s.name for s in stats]
+
+
+def predict_homogeneous_from_csv(path: Path, vms: list[str] | None = None, *, runs: int = 20, seed: int = 0, servers: int = 32, omega: float | None = None) -> dict:
+    """Kraft's homogeneous model on a per-request isolation trace CSV: consolidate ``vms`` (all by
+    default) and predict each one's mean response time (ms) by the SFQ(D) simulation and by the
+    product form.
+
+    Each VM's trace (shifted to start at 0) is its arrival trace; its service times come from a
+    :class:`~vmtwin.models.service_sampler.Map2` fitted to its isolation response times. With
+    ``omega=None`` the merge value is found by Algorithm 2 against N_exp = Σ N_iso.
+    """
+    from vmtwin.models.kraft_sfqd import Trace, calibrate_merge, simulate
+    from vmtwin.models.product_form import product_form
+    from vmtwin.models.service_sampler import Map2
+
+    recs = read_trace(Path(path))
+    names = vms or list(recs)
+    unknown = [v for v in names if v not in recs]
+    if unknown:
+        raise scenario_error("vms", unknown, f"VMs in {path}: {', '.join(recs)}")
+    if len(names) < 2:
+        raise scenario_error(f"{path}", f"{len(names)} VM(s)", "at least 2 VMs to consolidate")
+    traces, samplers, n_iso, iso_ms, rates = [], [], [], [], []
+    for v in names:
+        r = recs[v]
+        resp = r["complete"] - r["issue"]
+        traces.append(Trace(r["issue"] - r["issue"].min(), r["blocks"]))
+        samplers.append(Map2.fit(resp).sample)
+        n_iso.append(mean_in_system(r["issue"], r["complete"]))
+        iso_ms.append(float(resp.mean()) * 1e3)
+        rates.append(r["issue"].size / float(r["issue"].max() - r["issue"].min()) / 1e3)  # per ms
+    cal = None
+    if omega is None:
+        cal = calibrate_merge([[t] for t in traces], samplers, sum(n_iso), seed=seed, runs=runs, servers=servers)
+        omega = cal.omega
+    sims = [simulate(traces, samplers, np.random.default_rng([seed, r]), servers=servers, omega=omega).mean_resp for r in range(runs)]
+    return {
+        "vms": names,
+        "isolation_ms": iso_ms,
+        "simulated_ms": [float(x) * 1e3 for x in np.mean(sims, axis=0)],
+        "product_form_ms": product_form(rates, iso_ms, servers),
+        "omega": omega,
+        "calibration": cal,
+        "n_expected": sum(n_iso),
+    }

@@ -94,3 +94,28 @@ def test_map2_fit_recovers_mean_scv_and_lag1():
 def test_map2_falls_back_to_exponential_below_scv_1():
     fit = Map2.fit(np.random.default_rng(0).uniform(0.5, 1.5, 1000))
     assert "exponential" in fit.fallback
+
+
+def test_homogeneous_model_on_a_users_trace_csv(tmp_path):
+    from vmtwin.models.isolation import predict_homogeneous_from_csv
+
+    rng = np.random.default_rng(7)
+    lines = ["vm,issue_s,complete_s,op,lba,blocks"]
+    for vm in ("a", "b"):
+        t = np.cumsum(rng.exponential(0.004, 3000))  # 250 req/s for 12 s
+        svc = rng.exponential(0.012, t.size)  # 12 ms each, 3 in service on average
+        for ti, si in zip(t, svc):
+            lines.append(f"{vm},{ti:.6f},{ti + si:.6f},R,0,8")
+    p = tmp_path / "trace.csv"
+    p.write_text("\n".join(lines) + "\n")
+    out = predict_homogeneous_from_csv(p, runs=3, servers=4)
+    assert out["vms"] == ["a", "b"]
+    # 4 servers shared by two VMs that each keep ~3 busy: consolidation queues
+    assert all(s > 1.2 * i for s, i in zip(out["simulated_ms"], out["isolation_ms"]))
+    assert all(pf > i for pf, i in zip(out["product_form_ms"], out["isolation_ms"]))
+    assert out["omega"] >= 1.0 and out["calibration"].history
+    fixed = predict_homogeneous_from_csv(p, runs=3, servers=32, omega=1.0)
+    # with 32 servers there is no contention: the simulation gives back the isolation means
+    assert fixed["simulated_ms"] == pytest.approx(fixed["isolation_ms"], rel=0.1)
+    with pytest.raises(ScenarioError, match="at least 2 VMs"):
+        predict_homogeneous_from_csv(p, ["a"])
