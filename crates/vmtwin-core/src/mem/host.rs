@@ -23,8 +23,9 @@
 //! ([`crate::mem::targets`]); each balloon driver polls its target (MCTLTGT) and inflates or
 //! deflates at most its rate, up to its maximum; in the swapping states the swap daemon picks
 //! random victims of VMs above target and, for each, tries sharing first, then (2013 preset)
-//! compression into the VM's cache, and otherwise writes it out asynchronously in clusters:
-//! its machine page is freed when [`MemEvent::SwapOutDone`] arrives.
+//! compression into the VM's cache (when the cache needs one more page, a regular victim's own
+//! page becomes it), and otherwise writes it out asynchronously in clusters: its machine page
+//! is freed when [`MemEvent::SwapOutDone`] arrives.
 //!
 //! The allocation `P` the policy uses is the VM's regular pages, its compression cache (quarters
 //! / 4) and its shared pages at the host-wide pages-per-shared-page ratio, so the VMs' `P` add up
@@ -692,9 +693,12 @@ impl MemHost {
                 let q = compressed_quarters(cid, self.params.compress_quarter_fraction, self.params.compress_half_fraction);
                 let cq = self.vms[vm as usize].cache_quarters + u64::from(q);
                 if q > 0 && cq <= cap_quarters {
-                    // the cache grows first; with no free page for it, the page is swapped
+                    // the cache grows first: a regular victim's own page becomes the new cache
+                    // page (compression in place); otherwise a free page, and with none the
+                    // victim is swapped instead
                     let grow = cq.div_ceil(4) as usize > self.vms[vm as usize].cache_mpns.len();
-                    let room = !grow || {
+                    let in_place = grow && self.vms[vm as usize].pmap.state(ppn) == PageState::Regular;
+                    let room = !grow || in_place || {
                         let home = self.vms[vm as usize].spec.home_node;
                         match self.alloc_on(home) {
                             Some(m) => {
@@ -705,7 +709,12 @@ impl MemHost {
                         }
                     };
                     if room {
-                        self.unback(vm, ppn);
+                        if in_place {
+                            let m = self.vms[vm as usize].pmap.index(ppn);
+                            self.vms[vm as usize].cache_mpns.push(m);
+                        } else {
+                            self.unback(vm, ppn);
+                        }
                         let v = &mut self.vms[vm as usize];
                         v.cache_quarters = cq;
                         v.pmap.set(ppn, PageState::Compressed, q);
