@@ -69,7 +69,10 @@ def render() -> str:
         for field, doc in fields(path):
             key, unit = yaml_key(field)
             default = defaults[engine_section][field]
-            shown = f"{default:,}" if isinstance(default, int) else f"{default:g}"
+            if isinstance(default, str):
+                shown = f"`{default}`"
+            else:
+                shown = f"{default:,}" if isinstance(default, int) else f"{default:g}"
             lines.append(f"| `{key}` | `{field}` | {unit} | {shown} | {doc.replace('|', '/')} |")
         lines.append("")
     return "\n".join(lines)

@@ -99,7 +99,7 @@ __all__ = [
 #: File name of the manifest inside a results folder.
 MANIFEST_NAME = "manifest.json"
 
-_PCT = ["%USED", "%RUN", "%RDY", "%MLMTD", "%WAIT", "%VMWAIT", "%IDLE"]
+_PCT = ["%USED", "%RUN", "%RDY", "%MLMTD", "%WAIT", "%VMWAIT", "%IDLE", "%CSTP"]
 
 #: Column order of the tables the engine contract defines (``vm`` is added by Python).
 #: Columns the engine returns beyond these follow in sorted name order.
@@ -139,6 +139,7 @@ TABLE_COLUMNS: dict[str, list[str]] = {
         "wait_ns",
         "idle_ns",
         "mlmtd_ns",
+        "costop_ns",
         "used_ns",
     ],
 }

@@ -221,6 +221,11 @@ impl Simulation {
         self.now
     }
 
+    /// When the next pending event is due, if any.
+    pub fn next_event_time(&self) -> Option<Time> {
+        self.queue.peek_time()
+    }
+
     /// Events processed so far.
     pub fn event_count(&self) -> u64 {
         self.events
@@ -368,6 +373,7 @@ impl Simulation {
                 }
             }
             Event::LimitRefill { limiter, gen } => self.sched.limit_refill(limiter, gen, t, &mut self.queue),
+            Event::Cosched { vm, gen } => self.sched.cosched_check(vm, gen, t, &mut self.queue),
             Event::Entitlement => {
                 let interval = self.spec.cpu_sched.entitlement_interval_ns;
                 self.sched.update_demand(t, interval);

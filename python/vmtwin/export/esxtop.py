@@ -6,10 +6,10 @@ module writes the CPU objects vmtwin models, with esxtop's object and counter na
 
 - ``Physical Cpu(_Total)``: the host's ``% Util Time`` and ``% Processor Time``.
 - ``Group Cpu(<GID>:<name>)``: one group per VM and per resource pool, with ``% Used``,
-  ``% Run``, ``% Ready``, ``% Max Limited``, ``% Wait``, ``% VmWait``, ``% Idle``. A pool
+  ``% Run``, ``% Ready``, ``% Max Limited``, ``% Wait``, ``% VmWait``, ``% Idle``, ``% CoStop``. A pool
   group's values are the sums over the VMs in it and below it, as esxtop's pool groups sum
   their member worlds.
-- ``Vcpu(<GID>:<vm>:<WID>:vmx-vcpu-<k>:<vm>)``: one per vCPU world, the same seven counters.
+- ``Vcpu(<GID>:<vm>:<WID>:vmx-vcpu-<k>:<vm>)``: one per vCPU world, the same eight counters.
 
 Departures from a real host's file are listed in ``docs/reference/counters.md`` (section
 "esxtop export"): the IDs are vmtwin's, not the kernel's; per-pCPU columns
@@ -44,6 +44,7 @@ CPU_COUNTERS: list[tuple[str, str]] = [
     ("%WAIT", "% Wait"),
     ("%VMWAIT", "% VmWait"),
     ("%IDLE", "% Idle"),
+    ("%CSTP", "% CoStop"),
 ]
 
 #: esxtop batch-mode counter names of ``Physical Cpu(_Total)``, by ``host`` column.
@@ -105,7 +106,7 @@ def to_esxtop_csv(
     Columns, after the timestamp: ``Physical Cpu(_Total)`` (``% Util Time``,
     ``% Processor Time``); per VM in ``vm_id`` order ``Group Cpu(<vm_id+1>:<vm>)``; per resource
     pool, parents first, ``Group Cpu(<GID>:<pool>)`` with GIDs after the VMs'; per vCPU
-    ``Vcpu(<vm_id+1>:<vm>:<world_id>:vmx-vcpu-<k>:<vm>)``; each group and vCPU with the seven
+    ``Vcpu(<vm_id+1>:<vm>:<world_id>:vmx-vcpu-<k>:<vm>)``; each group and vCPU with the eight
     :data:`CPU_COUNTERS`. Every cell is quoted, lines end in CRLF, a cell is empty where the VM
     was powered off.
 

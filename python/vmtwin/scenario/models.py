@@ -68,6 +68,10 @@ class Host(_Model):
         return self.cores * self.threads_per_core
 
 
+#: CPU scheduler keys passed to the engine as they are (the others are durations, in ns).
+_UNITLESS_SCHED_KEYS = ("demand_ewma_weight", "cosched_mode")
+
+
 class CpuScheduler(_Model):
     """CPU scheduler parameters; every one is optional and defaults to the engine's value."""
 
@@ -78,6 +82,12 @@ class CpuScheduler(_Model):
     max_lag: Optional[Nanos] = Field(None, description="Most CPU time a vCPU may be owed or owe the fair clock, e.g. '100ms'.")
     demand_ewma_weight: Optional[Annotated[float, Strict(), Field(gt=0.0, le=1.0)]] = Field(
         None, description="Weight of the newest sample in the demand EWMA, in (0, 1]."
+    )
+    cosched_mode: Optional[Literal["off", "relaxed-4x"]] = Field(
+        None, description="Co-scheduling of multi-vCPU VMs: 'off', or 'relaxed-4x' (ESX 4: leaders co-stopped by skew)."
+    )
+    cosched_skew_threshold: Optional[Nanos] = Field(
+        None, description="Skew past which a leading vCPU is co-stopped (%CSTP), e.g. '3ms'."
     )
 
 
@@ -301,7 +311,7 @@ class Scenario(_Model):
         for key in CpuScheduler.model_fields:
             value = getattr(self.cpu_scheduler, key)
             if value is not None:
-                sched[key if key == "demand_ewma_weight" else f"{key}_ns"] = value
+                sched[key if key in _UNITLESS_SCHED_KEYS else f"{key}_ns"] = value
         pools = [
             {
                 "name": p.name,

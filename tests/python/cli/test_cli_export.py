@@ -31,7 +31,7 @@ vms:
 """
 # pool -> VMs in it and below it, read off the scenario above
 MEMBERS = {"gold": ["a", "c"], "gold-db": ["c"], "empty": []}
-COUNTERS = ["% Used", "% Run", "% Ready", "% Max Limited", "% Wait", "% VmWait", "% Idle"]
+COUNTERS = ["% Used", "% Run", "% Ready", "% Max Limited", "% Wait", "% VmWait", "% Idle", "% CoStop"]
 COLUMN_OF = dict(zip(COUNTERS, ["%USED", "%RUN", "%RDY", "%MLMTD", "%WAIT", "%VMWAIT", "%IDLE"]))
 PATH = re.compile(r"\\\\esx-sim\\(Physical Cpu|Group Cpu|Vcpu)\(([^)]*)\)\\(.+)")
 
@@ -73,7 +73,7 @@ def test_header_objects_and_order(exported):
     for instance in groups:
         assert [m.group(3) for m in parsed if m.group(2) == instance] == COUNTERS
     assert [m.group(3) for m in parsed if m.group(1) == "Physical Cpu"] == ["% Util Time", "% Processor Time"]
-    assert len(header) == 1 + 2 + 6 * 7 + 5 * 7
+    assert len(header) == 1 + 2 + 6 * 8 + 5 * 8
     assert path.read_bytes().count(b"\r\n") == len(data) + 1
 
 

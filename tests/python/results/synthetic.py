@@ -36,7 +36,7 @@ def engine_raw(
     t = np.arange(1, samples + 1, dtype=np.float64) * interval_s
 
     vcpu_cols: dict[str, list] = {k: [] for k in ("time_s", "vm_id", "vcpu")}
-    ns_names = ("run_ns", "ready_ns", "wait_ns", "idle_ns", "mlmtd_ns", "used_ns")
+    ns_names = ("run_ns", "ready_ns", "wait_ns", "idle_ns", "mlmtd_ns", "costop_ns", "used_ns")
     for k in ns_names:
         vcpu_cols[k] = []
     vm_rows: list[dict] = []
@@ -54,7 +54,7 @@ def engine_raw(
                 idle = int(wait * 0.9)
                 mlmtd = int(ready * 0.7) if limit is not None else 0
                 vals = dict(run_ns=run, ready_ns=ready, wait_ns=wait, idle_ns=idle,
-                            mlmtd_ns=mlmtd, used_ns=run)
+                            mlmtd_ns=mlmtd, costop_ns=0, used_ns=run)
                 vcpu_cols["time_s"].append(t[step])
                 vcpu_cols["vm_id"].append(vm_id)
                 vcpu_cols["vcpu"].append(v)
@@ -82,6 +82,7 @@ def engine_raw(
         out["%WAIT"] = pct(cols["wait_ns"])
         out["%IDLE"] = pct(cols["idle_ns"])
         out["%VMWAIT"] = out["%WAIT"] - out["%IDLE"]
+        out["%CSTP"] = pct(cols["costop_ns"])
         return out
 
     vcpu = with_pct(vcpu_cols)
@@ -116,7 +117,7 @@ def engine_raw(
             out[k] = (dt, np.asarray(cols[k]).astype(np_types[dt]).tobytes())
         return out
 
-    pct_cols = ["%USED", "%RUN", "%RDY", "%MLMTD", "%WAIT", "%VMWAIT", "%IDLE"]
+    pct_cols = ["%USED", "%RUN", "%RDY", "%MLMTD", "%WAIT", "%VMWAIT", "%IDLE", "%CSTP"]
     # Deliberately not in contract order (a Rust HashMap gives no order).
     raw = {
         "vcpu": encode(vcpu, sorted(["time_s", "vm_id", "vcpu", *pct_cols, *ns_names])),

@@ -3,6 +3,7 @@
 //!
 //! - `entitlement.rs`: weighted max-min (water-filling) split at one level
 //! - `pools.rs`: the resource-pool tree, admission control, hierarchical entitlement
+//! - `cosched.rs`: co-scheduling of a VM's sibling vCPUs: progress, skew, co-stop, co-start
 //! - `clock.rs`: the fair clock that virtual times are measured against
 //! - `limit.rs`: the token buckets behind VM and pool CPU limits (%MLMTD)
 //! - `runqueue.rs`: one pCPU's run queue
@@ -10,6 +11,7 @@
 //! - `params.rs`: the tunables
 
 mod clock;
+mod cosched;
 mod entitlement;
 mod limit;
 mod params;
@@ -17,6 +19,7 @@ mod pools;
 mod runqueue;
 mod sched;
 
+pub use cosched::{lead_skew, may_run_together, CoschedMode, CumulativeSkew, Siblings};
 pub use entitlement::{water_fill, water_level, Claim};
 pub use limit::{TokenBucket, LIMIT_BORROW_NS, LIMIT_MIN_SLICE_NS};
 pub use params::CpuSchedParams;

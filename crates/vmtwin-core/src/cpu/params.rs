@@ -1,5 +1,6 @@
 //! Tunables of the proportional-share CPU scheduler, with units, defaults and sources.
 
+use super::cosched::CoschedMode;
 use crate::sim::{Time, NS_PER_MS, NS_PER_S};
 use serde::{Deserialize, Serialize};
 
@@ -29,6 +30,13 @@ pub struct CpuSchedParams {
     /// fraction), which sets the water level of the entitlement (`entitlement.rs`), dimensionless
     /// in (0, 1]. Default 0.5: chosen, see test `demand_tracks_duty_cycle`.
     pub demand_ewma_weight: f64,
+    /// Co-scheduling of multi-vCPU VMs (`cosched.rs`), a mode, dimensionless: `off` or
+    /// `relaxed-4x` (ESX 4's per-vCPU skew). Default `off`: every vCPU independent, as before
+    /// co-scheduling was modelled.
+    pub cosched_mode: CoschedMode,
+    /// Skew past which a leading vCPU is co-stopped, in ns. Default 3 ms: the paper's "a few
+    /// milliseconds" (research/cpu.md C9).
+    pub cosched_skew_threshold_ns: Time,
 }
 
 impl Default for CpuSchedParams {
@@ -40,6 +48,8 @@ impl Default for CpuSchedParams {
             wake_preempt_margin_ns: NS_PER_MS,
             max_lag_ns: 100 * NS_PER_MS,
             demand_ewma_weight: 0.5,
+            cosched_mode: CoschedMode::Off,
+            cosched_skew_threshold_ns: 3 * NS_PER_MS,
         }
     }
 }
@@ -62,6 +72,12 @@ impl CpuSchedParams {
         }
         if !(self.demand_ewma_weight > 0.0 && self.demand_ewma_weight <= 1.0) {
             invalid!("cpu_scheduler.demand_ewma_weight", self.demand_ewma_weight, "a number in (0, 1]");
+        }
+        if self.cosched_skew_threshold_ns == 0 {
+            invalid!("cpu_scheduler.cosched_skew_threshold", self.cosched_skew_threshold_ns, "a duration > 0");
+        }
+        if matches!(self.cosched_mode, CoschedMode::Strict | CoschedMode::Relaxed3x) {
+            invalid!("cpu_scheduler.cosched", "strict/relaxed-3x", "off or relaxed-4x (the engine simulates ESX 4's rule; ESX 2.x and 3.x gang co-start is not simulated yet)");
         }
         Ok(())
     }

@@ -62,6 +62,7 @@
 //!   the max-min allocation by that backlog, as any queue near saturation does.
 
 use super::clock::FairClock;
+use super::cosched::{blocked, next_block_in, CoschedMode, Siblings};
 use super::limit::{TokenBucket, LIMIT_BORROW_NS};
 use super::params::CpuSchedParams;
 use super::runqueue::QueueSet;
@@ -95,9 +96,11 @@ pub struct VcpuShare {
 const MIN_PART: f64 = 1e-3;
 
 /// States in which a vCPU competes for a pCPU and counts in the fair clock.
-const RUNNABLE: [bool; STATES] = [true, true, false, false, false, false];
+const RUNNABLE: [bool; STATES] = [true, true, false, false, false, false, false];
 /// States in which a vCPU wants to run, held back by a limit or not (a limiter's active weight).
-const ACTIVE: [bool; STATES] = [true, true, true, false, false, false];
+const ACTIVE: [bool; STATES] = [true, true, true, false, false, false, false];
+/// States in which a vCPU makes progress for co-scheduling: it runs or halts (`cosched.rs`).
+const PROGRESS: [bool; STATES] = [true, false, false, false, true, false, false];
 
 /// No vCPU.
 pub const NONE: u32 = u32::MAX;
@@ -123,12 +126,14 @@ pub enum VcpuState {
     Wait = 3,
     /// halted by the guest (%IDLE)
     Idle = 4,
+    /// stopped by co-scheduling: it ran too far ahead of a sibling (%CSTP, `cosched.rs`)
+    Costop = 5,
     /// the VM is powered off
-    Off = 5,
+    Off = 6,
 }
 
 /// Number of states with a time counter.
-pub const STATES: usize = 6;
+pub const STATES: usize = 7;
 
 /// One vCPU's scheduling state and counters.
 #[derive(Debug, Clone)]
@@ -166,6 +171,11 @@ pub struct Vcpu {
     pub demand_since: Time,
     /// the estimate holds a measurement, not the power-on guess
     pub demand_measured: bool,
+    /// its VM is co-scheduled (`cosched.rs`); kept per vCPU, beside the state the hot paths
+    /// already read, like `limited`
+    cosched: bool,
+    /// some limiter binds its VM (a copy of the scheduler's per-VM `limited`)
+    limited: bool,
 }
 
 impl Vcpu {
@@ -176,11 +186,23 @@ impl Vcpu {
         self.alloc.max(MIN_PART)
     }
 
-    /// Runnable ns so far: RUN + READY + MLMTD.
+    /// Runnable ns so far: RUN + READY + MLMTD + COSTOP (what the vCPU wanted to run).
     pub fn runnable_ns(&self) -> u64 {
         self.time_ns[VcpuState::Run as usize]
             + self.time_ns[VcpuState::Ready as usize]
             + self.time_ns[VcpuState::Mlmtd as usize]
+            + self.time_ns[VcpuState::Costop as usize]
+    }
+
+    /// Co-scheduling progress so far (`cosched.rs`): ns running or halted, up to `now`.
+    #[inline]
+    fn progress_ns(&self, now: Time) -> Time {
+        let p = self.time_ns[VcpuState::Run as usize] + self.time_ns[VcpuState::Idle as usize];
+        if PROGRESS[self.state as usize] {
+            p + (now - self.since)
+        } else {
+            p
+        }
     }
 }
 
@@ -200,6 +222,8 @@ struct Pcpu {
     /// the running vCPU's `guard` and `alloc`
     run_guard: f64,
     run_alloc: f64,
+    /// the running vCPU's VM
+    run_vm: u32,
 }
 
 /// A CPU limit being enforced: a VM's own, or a resource pool's (shared by every VM below it).
@@ -233,6 +257,8 @@ pub struct SchedStats {
     pub preemptions: u64,
     /// slices started on a pCPU other than the vCPU's last one
     pub migrations: u64,
+    /// vCPUs co-stopped (transitions into COSTOP)
+    pub costops: u64,
 }
 
 /// The CPU scheduler of one host.
@@ -263,6 +289,14 @@ pub struct CpuSched {
     held_count: usize,
     seq: u64,
     core_mhz: u64,
+    /// per VM: its co-scheduling state (meaningful where `cosched_on`)
+    gangs: Vec<Siblings>,
+    /// bit set of VMs whose siblings' progress changed, to look at before the scheduler returns
+    /// (`settle_cosched`), and whether any bit is set
+    dirty: Vec<u64>,
+    any_dirty: bool,
+    /// scratch for one VM's siblings: progress (ns), progressing, running
+    scratch: (Vec<Time>, Vec<bool>, Vec<bool>),
 }
 
 impl CpuSched {
@@ -292,6 +326,8 @@ impl CpuSched {
                     runnable_mark: 0,
                     demand_since: 0,
                     demand_measured: false,
+                    cosched: k > 1 && params.cosched_mode != CoschedMode::Off,
+                    limited: false,
                 });
             }
         }
@@ -308,7 +344,6 @@ impl CpuSched {
             llc_of[llc_range[l]..llc_range[l + 1]].fill(l as u32);
         }
         CpuSched {
-            params,
             vcpus,
             limiters: vec![Limiter::default(); vcpus_per_vm.len()],
             chains: (0..vcpus_per_vm.len() as u32).map(|vm| vec![vm]).collect(),
@@ -324,6 +359,18 @@ impl CpuSched {
             held_count: 0,
             seq: 0,
             core_mhz: topo.core_mhz,
+            gangs: vcpus_per_vm
+                .iter()
+                .scan(0u32, |first, &n| {
+                    let g = Siblings { first: *first, n, timer_at: Time::MAX, ..Siblings::default() };
+                    *first += n;
+                    Some(g)
+                })
+                .collect(),
+            dirty: vec![0; vcpus_per_vm.len().div_ceil(64)],
+            any_dirty: false,
+            scratch: (Vec::new(), Vec::new(), Vec::new()),
+            params,
         }
     }
 
@@ -356,7 +403,7 @@ impl CpuSched {
         }
         vc.since = now;
         vc.state = state;
-        let (w, key, vm, a) = (vc.weight, vc.key, vc.vm as usize, vc.bucket_part());
+        let (w, key, vm, a, limited) = (vc.weight, vc.key, vc.vm as usize, vc.bucket_part(), vc.limited);
         if RUNNABLE[old as usize] != RUNNABLE[state as usize] {
             if RUNNABLE[state as usize] {
                 self.clock.join(w, key);
@@ -364,7 +411,7 @@ impl CpuSched {
                 self.clock.leave(w, key);
             }
         }
-        if self.limited[vm] && ACTIVE[old as usize] != ACTIVE[state as usize] {
+        if limited && ACTIVE[old as usize] != ACTIVE[state as usize] {
             let up = ACTIVE[state as usize];
             for &l in &self.chains[vm] {
                 let lim = &mut self.limiters[l as usize];
@@ -422,6 +469,9 @@ impl CpuSched {
         // a VM below a limited pool is always tracked; only its own limiter's weight can be new
         self.limited[vm as usize] = limit_mhz.is_some() || self.chains[vm as usize].len() > 1;
         let limited = self.limited[vm as usize];
+        for vc in &mut self.vcpus[vcpus.start as usize..vcpus.end as usize] {
+            vc.limited = limited;
+        }
         let active = self.vcpus[vcpus.start as usize..vcpus.end as usize].iter().filter(|c| limited && ACTIVE[c.state as usize]);
         let (a, n) = active.fold((0.0, 0), |(a, n), c| (a + c.bucket_part(), n + 1));
         let s = &mut self.limiters[vm as usize];
@@ -437,6 +487,7 @@ impl CpuSched {
         s.refill_gen = s.refill_gen.wrapping_add(1);
         s.refill_pending = false;
         self.release_held(vm, now, q);
+        self.settle_cosched(now, q);
     }
 
     /// Set (or clear) VM `vm`'s share of a binding pool limit above it, in MHz: its entitlement
@@ -465,6 +516,7 @@ impl CpuSched {
                 s.refill_gen = s.refill_gen.wrapping_add(1);
                 s.refill_pending = false;
                 self.release_held(vm, now, q);
+                self.settle_cosched(now, q);
             }
             (None, None) => {}
         }
@@ -480,6 +532,9 @@ impl CpuSched {
             self.chains[vm as usize].push(id);
             self.limited[vm as usize] = true;
         }
+        for vc in &mut self.vcpus {
+            vc.limited = self.limited[vc.vm as usize];
+        }
         id
     }
 
@@ -488,14 +543,28 @@ impl CpuSched {
         let vc = &mut self.vcpus[v as usize];
         debug_assert!(matches!(vc.state, VcpuState::Idle | VcpuState::Wait));
         vc.work_left = work.max(1);
+        if vc.cosched {
+            let vm = vc.vm;
+            self.mark_dirty(vm);
+        }
         self.place_key(v, now, false);
         self.set_state(v, now, VcpuState::Ready);
         self.place(v, now, q);
+        self.settle_cosched(now, q);
     }
 
     /// Find a pCPU for a ready vCPU: an idle one, or a queue plus a possible preemption.
+    #[inline]
     fn place(&mut self, v: u32, now: Time, q: &mut EventQueue) {
+        self.place_with(v, now, q, true);
+    }
+
+    /// [`Self::place`], with preemption allowed or not.
+    fn place_with(&mut self, v: u32, now: Time, q: &mut EventQueue, may_preempt: bool) {
         let vm = self.vcpus[v as usize].vm;
+        if self.costop_if_blocked(v, now) {
+            return;
+        }
         if let Some(l) = self.throttled(vm, now) {
             self.hold(v, l, now, q);
             return;
@@ -506,41 +575,20 @@ impl CpuSched {
             self.start(target, v, now, q);
             return;
         }
+        if !may_preempt {
+            self.enqueue(last, v);
+            return;
+        }
         // preempt the running vCPU furthest ahead in virtual time in the waker's LLC, if far
         // enough ahead (intra-LLC moves are the cheap ones, [WP §3.3]) and if the waker may
         // displace it at all (see `displaceable`). A guarded waker (a whole pCPU, or all it
         // wants on an uncommitted host) also displaces, whatever the keys, a vCPU entitled to
         // less, which has more slack to wait in: the one entitled to least.
-        let key = self.vcpus[v as usize].key + self.params.wake_preempt_margin_ns as f64;
-        let alloc = self.vcpus[v as usize].alloc;
-        let reach = alloc + GUARD_EPS;
-        let guarded = self.vcpus[v as usize].guard > f64::NEG_INFINITY;
-        let mut victim = NONE;
-        let mut worst = key;
-        let mut slackest = alloc - GUARD_EPS;
-        let mut by_slack = NONE;
-        let llc = self.llc_of[last as usize] as usize;
-        let (lo, hi) = (self.llc_range[llc], self.llc_range[llc + 1]);
-        let now_f = ns_f(now);
-        // no pCPU is idle here (checked above), so every one in the LLC has a running vCPU
-        for (p, pc) in self.pcpus[lo..hi].iter().enumerate() {
-            debug_assert!(pc.running != NONE);
-            if pc.run_guard > reach {
-                continue;
-            }
-            let eff = pc.run_key0 + now_f * pc.run_inv_weight;
-            if eff > worst {
-                worst = eff;
-                victim = (p + lo) as u32;
-            }
-            if guarded && pc.run_alloc < slackest {
-                slackest = pc.run_alloc;
-                by_slack = (p + lo) as u32;
-            }
-        }
-        if by_slack != NONE {
-            victim = by_slack;
-        }
+        let victim = if self.vcpus[v as usize].cosched {
+            self.victim::<true>(v, last, now)
+        } else {
+            self.victim::<false>(v, last, now)
+        };
         if victim == NONE {
             self.enqueue(last, v);
             return;
@@ -555,6 +603,49 @@ impl CpuSched {
             self.enqueue(victim, r);
         }
         self.start(victim, v, now, q);
+    }
+
+    /// The pCPU in `last`'s LLC whose running vCPU waking `v` should preempt, or [`NONE`]:
+    /// the one furthest ahead in virtual time, if far enough ahead, or for a guarded waker the
+    /// one entitled to least (see `place`). With `SKIP_SIBLINGS` (a co-scheduled waker) a
+    /// sibling's pCPU is never taken: it may be the very sibling whose progress lets the waker
+    /// run; the flag is a constant so that VMs without co-scheduling do not pay for the check.
+    #[inline(always)]
+    fn victim<const SKIP_SIBLINGS: bool>(&self, v: u32, last: u32, now: Time) -> u32 {
+        let vm = self.vcpus[v as usize].vm;
+        let key = self.vcpus[v as usize].key + self.params.wake_preempt_margin_ns as f64;
+        let alloc = self.vcpus[v as usize].alloc;
+        let reach = alloc + GUARD_EPS;
+        let guarded = self.vcpus[v as usize].guard > f64::NEG_INFINITY;
+        let mut victim = NONE;
+        let mut worst = key;
+        let mut slackest = alloc - GUARD_EPS;
+        let mut by_slack = NONE;
+        let llc = self.llc_of[last as usize] as usize;
+        let (lo, hi) = (self.llc_range[llc], self.llc_range[llc + 1]);
+        let now_f = ns_f(now);
+        // no pCPU is idle here (checked by the caller), so every one in the LLC has a running
+        // vCPU
+        for (p, pc) in self.pcpus[lo..hi].iter().enumerate() {
+            debug_assert!(pc.running != NONE);
+            if pc.run_guard > reach || (SKIP_SIBLINGS && pc.run_vm == vm) {
+                continue;
+            }
+            let eff = pc.run_key0 + now_f * pc.run_inv_weight;
+            if eff > worst {
+                worst = eff;
+                victim = (p + lo) as u32;
+            }
+            if guarded && pc.run_alloc < slackest {
+                slackest = pc.run_alloc;
+                by_slack = (p + lo) as u32;
+            }
+        }
+        if by_slack != NONE {
+            by_slack
+        } else {
+            victim
+        }
     }
 
     /// An idle pCPU: `last` itself, else one in its LLC, else the lowest-numbered.
@@ -589,6 +680,9 @@ impl CpuSched {
     fn dispatch(&mut self, p: u32, now: Time, q: &mut EventQueue) {
         while let Some((qp, _)) = self.queues.best() {
             let v = self.queues.pop(qp).expect("best queue is not empty");
+            if self.costop_if_blocked(v, now) {
+                continue;
+            }
             if let Some(l) = self.throttled(self.vcpus[v as usize].vm, now) {
                 self.hold(v, l, now, q);
                 continue;
@@ -598,9 +692,11 @@ impl CpuSched {
         }
         if self.held_count > 0 {
             if let Some(v) = self.borrower(now) {
-                self.place_key(v, now, true);
-                self.start(p, v, now, q);
-                return;
+                if !self.costop_if_blocked(v, now) {
+                    self.place_key(v, now, true);
+                    self.start(p, v, now, q);
+                    return;
+                }
             }
         }
         if !self.idle[p as usize] {
@@ -624,7 +720,31 @@ impl CpuSched {
         }
         self.stats.dispatches += 1;
         let mut slice = self.params.quantum_ns.min(vc.work_left);
-        let chain: &[u32] = if self.limited[vc.vm as usize] { &self.chains[vc.vm as usize] } else { &[] };
+        if vc.limited | vc.cosched {
+            slice = self.start_bound(v, slice);
+        }
+        let vc = &self.vcpus[v as usize];
+        let (run_key, run_inv_weight, run_guard, run_alloc, run_vm) = (vc.key, vc.inv_weight, vc.guard, vc.alloc, vc.vm);
+        self.clock.run_from(now);
+        let pc = &mut self.pcpus[p as usize];
+        pc.running = v;
+        pc.slice_start = now;
+        pc.key_mark = now;
+        pc.run_key0 = run_key - ns_f(now) * run_inv_weight;
+        pc.run_inv_weight = run_inv_weight;
+        pc.run_guard = run_guard;
+        pc.run_alloc = run_alloc;
+        pc.run_vm = run_vm;
+        q.set_timer(p, now + slice, Event::SliceEnd { pcpu: p });
+    }
+
+    /// What a starting vCPU's limits and co-scheduling do: the slice its buckets allow (see
+    /// `start`), and a look at its siblings before the scheduler returns.
+    #[inline(never)]
+    fn start_bound(&mut self, v: u32, mut slice: Time) -> Time {
+        let vc = &self.vcpus[v as usize];
+        let vm = vc.vm;
+        let chain: &[u32] = if vc.limited { &self.chains[vm as usize] } else { &[] };
         for &l in chain {
             let lim = &self.limiters[l as usize];
             if let Some(b) = &lim.bucket {
@@ -638,17 +758,29 @@ impl CpuSched {
                 slice = slice.min(allowance);
             }
         }
-        let (run_key, run_inv_weight, run_guard, run_alloc) = (vc.key, vc.inv_weight, vc.guard, vc.alloc);
-        self.clock.run_from(now);
-        let pc = &mut self.pcpus[p as usize];
-        pc.running = v;
-        pc.slice_start = now;
-        pc.key_mark = now;
-        pc.run_key0 = run_key - ns_f(now) * run_inv_weight;
-        pc.run_inv_weight = run_inv_weight;
-        pc.run_guard = run_guard;
-        pc.run_alloc = run_alloc;
-        q.set_timer(p, now + slice, Event::SliceEnd { pcpu: p });
+        if vc.cosched {
+            self.mark_dirty(vm);
+        }
+        slice
+    }
+
+    /// What a stopping vCPU's limits and co-scheduling do: its buckets pay for the `ran` ns,
+    /// and its siblings are looked at before the scheduler returns.
+    #[inline(never)]
+    fn stop_bound(&mut self, v: u32, ran: Time, now: Time) {
+        let vc = &self.vcpus[v as usize];
+        let vm = vc.vm;
+        let chain: &[u32] = if vc.limited { &self.chains[vm as usize] } else { &[] };
+        for &l in chain {
+            let lim = &mut self.limiters[l as usize];
+            if let Some(b) = &mut lim.bucket {
+                b.refill(now);
+                b.tokens -= ns_f(ran);
+            }
+        }
+        if vc.cosched {
+            self.mark_dirty(vm);
+        }
     }
 
     /// Stop whatever runs on `p` and charge it; its state is still RUN for the caller to change.
@@ -664,13 +796,8 @@ impl CpuSched {
         let vc = &mut self.vcpus[v as usize];
         vc.key += ns_f(now - mark) * vc.inv_weight;
         vc.work_left = vc.work_left.saturating_sub(ran);
-        let chain: &[u32] = if self.limited[vc.vm as usize] { &self.chains[vc.vm as usize] } else { &[] };
-        for &l in chain {
-            let lim = &mut self.limiters[l as usize];
-            if let Some(b) = &mut lim.bucket {
-                b.refill(now);
-                b.tokens -= ns_f(ran);
-            }
+        if vc.limited | vc.cosched {
+            self.stop_bound(v, ran, now);
         }
         v
     }
@@ -683,6 +810,7 @@ impl CpuSched {
             return Some(v);
         }
         self.requeue(p, v, now, q);
+        self.settle_cosched(now, q);
         None
     }
 
@@ -699,6 +827,7 @@ impl CpuSched {
                 self.dispatch(p, now, q);
             }
         }
+        self.settle_cosched(now, q);
     }
 
     /// A vCPU held by a limit that may run on a pCPU that would otherwise idle, by letting its
@@ -732,6 +861,10 @@ impl CpuSched {
 
     /// `v` just stopped on `p` with work left: keep running it if it is still the best choice.
     fn requeue(&mut self, p: u32, v: u32, now: Time, q: &mut EventQueue) {
+        if self.costop_if_blocked(v, now) {
+            self.dispatch(p, now, q);
+            return;
+        }
         if let Some(l) = self.throttled(self.vcpus[v as usize].vm, now) {
             self.set_state(v, now, VcpuState::Ready);
             self.hold(v, l, now, q);
@@ -771,6 +904,140 @@ impl CpuSched {
     fn displaceable(&self, v: u32, qp: u32) -> bool {
         let head = self.queues.head(qp).expect("best queue is not empty");
         self.vcpus[v as usize].guard <= self.vcpus[head as usize].alloc + GUARD_EPS
+    }
+
+    /// Take the lowest-numbered dirty VM, if any (clearing `any_dirty` when none is left).
+    fn next_dirty(&mut self) -> Option<u32> {
+        for (w, bits) in self.dirty.iter_mut().enumerate() {
+            if *bits != 0 {
+                let b = bits.trailing_zeros();
+                *bits &= *bits - 1;
+                return Some(w as u32 * 64 + b);
+            }
+        }
+        self.any_dirty = false;
+        None
+    }
+
+    /// Fill `scratch` with VM `vm`'s siblings' progress, progressing and running flags at `now`.
+    fn look_at_siblings(&mut self, vm: u32, now: Time) {
+        let g = &self.gangs[vm as usize];
+        let sibs = &self.vcpus[g.first as usize..(g.first + g.n) as usize];
+        let (p, m, r) = &mut self.scratch;
+        p.clear();
+        m.clear();
+        r.clear();
+        for vc in sibs {
+            p.push(vc.progress_ns(now));
+            m.push(PROGRESS[vc.state as usize]);
+            r.push(vc.state == VcpuState::Run);
+        }
+    }
+
+    /// Note that VM `vm`'s siblings' progress may have changed, to look at before returning
+    /// (`settle_cosched`). Progress changes only when a vCPU starts or stops running or wakes
+    /// from a halt, so `start`, `stop` and `wake` call this, not every state change.
+    #[cold]
+    #[inline(never)]
+    fn mark_dirty(&mut self, vm: u32) {
+        self.dirty[vm as usize / 64] |= 1 << (vm % 64);
+        self.any_dirty = true;
+    }
+
+    /// Co-stop `v` (READY, MLMTD, or RUN and already stopped) if it runs too far ahead of a
+    /// sibling that is not progressing (`cosched::blocked`); true if it did.
+    #[inline(always)]
+    fn costop_if_blocked(&mut self, v: u32, now: Time) -> bool {
+        self.vcpus[v as usize].cosched && self.costop_if_blocked_slow(v, now)
+    }
+
+    #[inline(never)]
+    fn costop_if_blocked_slow(&mut self, v: u32, now: Time) -> bool {
+        let vm = self.vcpus[v as usize].vm;
+        self.look_at_siblings(vm, now);
+        let i = (v - self.gangs[vm as usize].first) as usize;
+        let (p, m, _) = &self.scratch;
+        if !blocked(i, p, m, self.params.cosched_skew_threshold_ns) {
+            return false;
+        }
+        self.set_state(v, now, VcpuState::Costop);
+        self.gangs[vm as usize].stopped.push(v);
+        self.stats.costops += 1;
+        true
+    }
+
+    /// A co-stop timer fired: stop every running vCPU of `vm` that now leads a sibling that is
+    /// not progressing by more than the threshold.
+    pub fn cosched_check(&mut self, vm: u32, gen: u32, now: Time, q: &mut EventQueue) {
+        let g = &mut self.gangs[vm as usize];
+        if g.timer_gen != gen {
+            return;
+        }
+        g.timer_at = Time::MAX;
+        let (first, n) = (g.first, g.n);
+        for v in first..first + n {
+            if self.vcpus[v as usize].state != VcpuState::Run {
+                continue;
+            }
+            let p = self.vcpus[v as usize].pcpu;
+            self.look_at_siblings(vm, now);
+            let (prog, moving, _) = &self.scratch;
+            if blocked((v - first) as usize, prog, moving, self.params.cosched_skew_threshold_ns) {
+                let r = self.stop(p, now);
+                debug_assert_eq!(r, v);
+                self.set_state(v, now, VcpuState::Costop);
+                self.gangs[vm as usize].stopped.push(v);
+                self.stats.costops += 1;
+                self.dispatch(p, now, q);
+            }
+        }
+        self.mark_dirty(vm);
+        self.settle_cosched(now, q);
+    }
+
+    /// Look again at every VM whose siblings' progress changed: release the co-stopped vCPUs
+    /// no longer blocked (a sibling they waited for progresses), and arm the VM's timer for
+    /// the moment a running vCPU would next run too far ahead.
+    #[inline(always)]
+    fn settle_cosched(&mut self, now: Time, q: &mut EventQueue) {
+        if self.any_dirty {
+            self.settle_dirty(now, q);
+        }
+    }
+
+    #[inline(never)]
+    fn settle_dirty(&mut self, now: Time, q: &mut EventQueue) {
+        let th = self.params.cosched_skew_threshold_ns;
+        while let Some(vm) = self.next_dirty() {
+            let first = self.gangs[vm as usize].first;
+            let stopped = std::mem::take(&mut self.gangs[vm as usize].stopped);
+            self.look_at_siblings(vm, now);
+            for v in stopped {
+                let (p, m, _) = &self.scratch;
+                if blocked((v - first) as usize, p, m, th) {
+                    self.gangs[vm as usize].stopped.push(v);
+                } else {
+                    // released like a vCPU a limit held (owed at most half the lag credit),
+                    // but it only queues: a release follows a sibling's start, and taking a
+                    // pCPU by preemption could stop that sibling, or another VM's, and so
+                    // co-stop and release again at the same instant, forever
+                    self.set_state(v, now, VcpuState::Ready);
+                    self.place_key(v, now, true);
+                    self.place_with(v, now, q, false);
+                }
+            }
+            self.look_at_siblings(vm, now);
+            let (p, m, r) = &self.scratch;
+            if let Some(d) = next_block_in(p, r, m, th) {
+                let g = &mut self.gangs[vm as usize];
+                let at = now + d;
+                if at < g.timer_at {
+                    g.timer_gen = g.timer_gen.wrapping_add(1);
+                    g.timer_at = at;
+                    q.push(at, Event::Cosched { vm, gen: g.timer_gen });
+                }
+            }
+        }
     }
 
     /// The first limiter binding `vm` whose bucket is empty, if any.
@@ -819,6 +1086,7 @@ impl CpuSched {
         }
         s.refill_pending = false;
         self.release_held(l, now, q);
+        self.settle_cosched(now, q);
     }
 
     fn release_held(&mut self, l: u32, now: Time, q: &mut EventQueue) {

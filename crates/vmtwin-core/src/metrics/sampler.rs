@@ -62,6 +62,7 @@ const READY: usize = VcpuState::Ready as usize;
 const MLMTD: usize = VcpuState::Mlmtd as usize;
 const WAIT: usize = VcpuState::Wait as usize;
 const IDLE: usize = VcpuState::Idle as usize;
+const COSTOP: usize = VcpuState::Costop as usize;
 
 /// Percentages of one interval, from state-time deltas.
 struct Pct {
@@ -72,6 +73,7 @@ struct Pct {
     wait: f64,
     vmwait: f64,
     idle: f64,
+    cstp: f64,
 }
 
 impl Pct {
@@ -85,6 +87,7 @@ impl Pct {
             wait: p(d[WAIT] + d[IDLE]),
             vmwait: p(d[WAIT]),
             idle: p(d[IDLE]),
+            cstp: p(d[COSTOP]),
         }
     }
 
@@ -97,6 +100,7 @@ impl Pct {
         c.f64("%WAIT", self.wait);
         c.f64("%VMWAIT", self.vmwait);
         c.f64("%IDLE", self.idle);
+        c.f64("%CSTP", self.cstp);
     }
 }
 
@@ -152,6 +156,7 @@ fn vcpu_row(c: &mut impl Cells, t: f64, vm: u32, idx: u32, pct: &Pct, d: &[u64; 
     c.u64("wait_ns", d[WAIT]);
     c.u64("idle_ns", d[IDLE]);
     c.u64("mlmtd_ns", d[MLMTD]);
+    c.u64("costop_ns", d[COSTOP]);
     c.u64("used_ns", used);
 }
 

@@ -38,6 +38,9 @@ pub enum Event {
     Sample,
     /// power a VM on (admission control runs here)
     PowerOn { vm: u32 },
+    /// a co-scheduled VM's vCPU may have run too far ahead of a sibling; stale unless `gen`
+    /// matches
+    Cosched { vm: u32, gen: u32 },
 }
 
 /// A one-shot event with its packed `(time, seq)` key (see [`pack`]; the slot bits are zero).

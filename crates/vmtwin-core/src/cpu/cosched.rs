@@ -1,0 +1,271 @@
+//! Co-scheduling of a multi-vCPU VM's siblings: progress, skew, co-stop and co-start.
+//!
+//! A guest OS assumes its vCPUs advance together (a watchdog waits for a sibling's answer, a
+//! spin lock for its holder), so ESX keeps sibling vCPUs from drifting apart [WP §2.2]. A vCPU
+//! *progresses* while it runs guest code or halts (a halted vCPU has nothing to do, so it
+//! cannot lag); READY, WAIT and COSTOP are not progress (research/cpu.md A2, C13). The three
+//! generations of the rule (research/cpu.md A4):
+//!
+//! - `strict` (ESX 2.x): each vCPU accumulates *skew* while it does not progress and some
+//!   sibling does, and loses it while it progresses (the decrease rule is unstated; C10's
+//!   choice). Past the threshold the whole VM is co-stopped and co-started only with a pCPU for
+//!   every vCPU that is not halted.
+//! - `relaxed-3x` (ESX 3.x): the same cumulative skew and VM-wide co-stop, but co-start needs
+//!   pCPUs only for the *laggards*, the vCPUs whose skew is over the threshold.
+//! - `relaxed-4x` (ESX 4.x): progress is tracked per vCPU and skew is each vCPU's lead over the
+//!   slowest sibling, `skew_i = p_i - min_j p_j`. Only a leader is stopped; it may run again
+//!   once every sibling it leads by more than the threshold progresses (runs beside it, or has
+//!   caught up) — the pairwise rule that reproduces Table 1's nine choices (A4.4).
+//!
+//! In the engine, `relaxed-4x` is event-driven and exact: between scheduler events every
+//! vCPU's progress grows at rate 0 or 1, so the moment a running leader's lead over a sibling
+//! that is not progressing reaches the threshold is known in advance and a timer stops it
+//! then ([`next_block_in`]); a co-stopped vCPU is released when a sibling it waits for starts
+//! progressing, which is itself an event ([`blocked`]).
+//!
+//! # Tunables
+//! `cosched` (the mode, per host: `off` or `relaxed-4x` in the engine; `strict` and
+//! `relaxed-3x` as rules here) and `cosched_skew_threshold_ns` (3 ms: the paper says only "a
+//! few milliseconds", research/cpu.md C9), in [`super::CpuSchedParams`].
+//!
+//! # Counters
+//! Per vCPU, cumulative ns in COSTOP (esxtop %CSTP), and co-stops (transitions into COSTOP,
+//! counted per vCPU as C14 recommends).
+//!
+//! # Known gaps
+//! - Hypervisor time is not modelled (C11's fraction `h_i` is 0), so ESX 3.x's and 4.x's
+//!   progress are the same measure here; they differ only in how skew is derived from it.
+//! - `strict` and `relaxed-3x` gang co-start (several pCPUs taken at one instant) is not in
+//!   the engine yet: their skew and allowed sets are implemented and tested here, for the
+//!   Figure 1 / Table 1 example.
+//! - No explicit hypervisor co-scheduling requests (ESX 4, C11), and no guest synchronisation
+//!   (spinning on a descheduled sibling): vCPUs' work is independent until the workload model
+//!   gains barriers.
+
+use crate::sim::Time;
+use serde::{Deserialize, Serialize};
+
+/// Which co-scheduling rule a host applies to multi-vCPU VMs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum CoschedMode {
+    /// every vCPU is scheduled independently
+    #[default]
+    #[serde(rename = "off")]
+    Off,
+    /// ESX 2.x: VM-wide co-stop, co-start of every non-halted vCPU at once
+    #[serde(rename = "strict")]
+    Strict,
+    /// ESX 3.x: VM-wide co-stop, co-start of the laggards
+    #[serde(rename = "relaxed-3x")]
+    Relaxed3x,
+    /// ESX 4.x: per-vCPU skew against the slowest sibling, only leaders stopped
+    #[serde(rename = "relaxed-4x")]
+    Relaxed4x,
+}
+
+/// The cumulative skew of ESX 2.x and 3.x, one entry per sibling (research/cpu.md C10): over
+/// `dt`, a vCPU that does not progress while some sibling does gains `dt`; one that progresses
+/// loses `dt` (down to zero); otherwise nothing changes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CumulativeSkew {
+    /// ns per vCPU
+    pub skew_ns: Vec<Time>,
+}
+
+impl CumulativeSkew {
+    /// No skew for `n` vCPUs.
+    pub fn new(n: usize) -> Self {
+        CumulativeSkew { skew_ns: vec![0; n] }
+    }
+
+    /// Account `dt` ns during which the vCPUs flagged in `progressing` made progress.
+    pub fn advance(&mut self, dt: Time, progressing: &[bool]) {
+        let any = progressing.iter().any(|&p| p);
+        for (s, &p) in self.skew_ns.iter_mut().zip(progressing) {
+            if p {
+                *s = s.saturating_sub(dt);
+            } else if any {
+                *s += dt;
+            }
+        }
+    }
+
+    /// The laggards: vCPUs whose skew exceeds `threshold_ns`, as a bit set.
+    pub fn laggards(&self, threshold_ns: Time) -> u64 {
+        bits(self.skew_ns.iter().map(|&s| s > threshold_ns))
+    }
+}
+
+/// ESX 4's skew of each vCPU: its progress minus the slowest sibling's, ns.
+pub fn lead_skew(progress_ns: &[Time]) -> Vec<Time> {
+    let min = progress_ns.iter().copied().min().unwrap_or(0);
+    progress_ns.iter().map(|&p| p - min).collect()
+}
+
+/// May the vCPUs in `set` (a bit set over the VM's vCPUs) be scheduled together?
+///
+/// - `strict`: when some skew exceeds the threshold the VM is co-stopped, and only every vCPU
+///   that is not halted (`halted`) together may run.
+/// - `relaxed-3x`: when co-stopped, a set may run only if it holds every laggard.
+/// - `relaxed-4x`: each vCPU in the set needs every sibling it leads by more than the
+///   threshold in the set too (`progress_ns` per vCPU).
+///
+/// `skew` is the cumulative skew for the first two, ignored by the third.
+pub fn may_run_together(
+    mode: CoschedMode,
+    set: u64,
+    skew: &CumulativeSkew,
+    progress_ns: &[Time],
+    halted: u64,
+    threshold_ns: Time,
+) -> bool {
+    let n = progress_ns.len();
+    let all = if n == 64 { u64::MAX } else { (1u64 << n) - 1 };
+    match mode {
+        CoschedMode::Off => true,
+        CoschedMode::Strict => skew.laggards(threshold_ns) == 0 || set & !halted & all == !halted & all,
+        CoschedMode::Relaxed3x => {
+            let lag = skew.laggards(threshold_ns);
+            lag & set == lag
+        }
+        CoschedMode::Relaxed4x => (0..n).filter(|&i| set >> i & 1 == 1).all(|i| {
+            (0..n).all(|j| progress_ns[i] <= progress_ns[j] + threshold_ns || set >> j & 1 == 1)
+        }),
+    }
+}
+
+/// Under `relaxed-4x`, must vCPU `i` stay co-stopped? Yes while it leads some sibling that is
+/// not progressing by more than the threshold: running alone it would only lead further.
+/// (A sibling that progresses runs beside it or is catching up by halting.)
+#[inline]
+pub fn blocked(i: usize, progress_ns: &[Time], progressing: &[bool], threshold_ns: Time) -> bool {
+    let p = progress_ns[i];
+    progress_ns.iter().zip(progressing).any(|(&q, &moving)| !moving && p > q + threshold_ns)
+}
+
+/// Under `relaxed-4x`, how long until some vCPU in `running` first leads a sibling that is not
+/// progressing by more than the threshold, if nothing changes meanwhile; `None` if never.
+/// Progress of running vCPUs grows at rate 1, of the others not at all (halted vCPUs also grow,
+/// but they are not running and are checked when they wake).
+pub fn next_block_in(progress_ns: &[Time], running: &[bool], progressing: &[bool], threshold_ns: Time) -> Option<Time> {
+    let slowest_still = progress_ns.iter().zip(progressing).filter(|(_, &m)| !m).map(|(&q, _)| q).min()?;
+    let leader = progress_ns.iter().zip(running).filter(|(_, &r)| r).map(|(&p, _)| p).max()?;
+    // the lead must exceed the threshold: one ns past it
+    Some((slowest_still + threshold_ns + 1).saturating_sub(leader))
+}
+
+/// One multi-vCPU VM's co-scheduling state in the engine (`relaxed-4x`).
+#[derive(Debug, Clone, Default)]
+pub struct Siblings {
+    /// its vCPUs are `first .. first + n`
+    pub first: u32,
+    pub n: u32,
+    /// vCPUs in COSTOP, in the order they were stopped
+    pub stopped: Vec<u32>,
+    /// generation of the pending co-stop timer (an older one firing is stale)
+    pub timer_gen: u32,
+    /// when the pending co-stop timer fires, `Time::MAX` when none is pending
+    pub timer_at: Time,
+}
+
+fn bits(flags: impl Iterator<Item = bool>) -> u64 {
+    flags.enumerate().fold(0, |acc, (i, f)| acc | (u64::from(f) << i))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T: Time = 1_000_000; // the figure's unit time: 1 ms
+
+    /// research/cpu.md A4.4's reconstruction of Figure 1: four slots of T; slot 1: v0, v1, v2
+    /// progress; slots 2-4: v3; v2 also in slot 2.
+    const SLOTS: [[bool; 4]; 4] =
+        [[true, true, true, false], [false, false, true, true], [false, false, false, true], [false, false, false, true]];
+
+    fn figure1() -> (CumulativeSkew, Vec<Time>) {
+        let mut skew = CumulativeSkew::new(4);
+        let mut progress = vec![0; 4];
+        for slot in SLOTS {
+            skew.advance(T, &slot);
+            for (p, on) in progress.iter_mut().zip(slot) {
+                *p += if on { T } else { 0 };
+            }
+        }
+        (skew, progress)
+    }
+
+    /// Every non-empty subset of the four vCPUs the rule allows, as sorted lists.
+    fn allowed(mode: CoschedMode, threshold: Time) -> Vec<Vec<usize>> {
+        let (skew, progress) = figure1();
+        (1u64..16)
+            .filter(|&s| may_run_together(mode, s, &skew, &progress, 0, threshold))
+            .map(|s| (0..4).filter(|i| s >> i & 1 == 1).collect())
+            .collect()
+    }
+
+    #[test]
+    fn figure1_skews_esx3_overestimates_esx4_is_exact() {
+        let (skew, progress) = figure1();
+        // (a) ESX 3.x: v0 and v1 accumulate 3T though the guest progress differs by only 2T
+        assert_eq!(skew.skew_ns, vec![3 * T, 3 * T, 2 * T, 0]);
+        // (b) ESX 4: v3's skew is 2T, exactly its lead over the slowest
+        assert_eq!(lead_skew(&progress), vec![0, 0, T, 2 * T]);
+    }
+
+    #[test]
+    fn table1_esx3_allows_four_choices_esx4_nine() {
+        // thresholds of A4.4: 2.5T for 3.x, 1.5T for 4.x
+        let three = allowed(CoschedMode::Relaxed3x, 5 * T / 2);
+        assert_eq!(three, vec![vec![0, 1], vec![0, 1, 2], vec![0, 1, 3], vec![0, 1, 2, 3]]);
+        let mut four = allowed(CoschedMode::Relaxed4x, 3 * T / 2);
+        four.sort();
+        let mut table: Vec<Vec<usize>> = vec![
+            vec![0, 1, 2, 3],
+            vec![0, 1, 2],
+            vec![0, 1, 3],
+            vec![0, 1],
+            vec![0, 2],
+            vec![1, 2],
+            vec![0],
+            vec![1],
+            vec![2],
+        ];
+        table.sort();
+        assert_eq!(four, table);
+    }
+
+    #[test]
+    fn strict_needs_every_non_halted_vcpu_once_skewed() {
+        let (skew, progress) = figure1();
+        let halted = 0b0100; // v2 halted: not needed
+        let ok = |s| may_run_together(CoschedMode::Strict, s, &skew, &progress, halted, 5 * T / 2);
+        assert!(ok(0b1011) && ok(0b1111));
+        assert!(!ok(0b0011) && !ok(0b0111));
+        // below the threshold nothing is co-stopped
+        assert!(may_run_together(CoschedMode::Strict, 0b0001, &skew, &progress, 0, 3 * T));
+    }
+
+    #[test]
+    fn a_leader_is_blocked_only_by_a_sibling_that_stands_still() {
+        let progress = [T, T, 2 * T, 3 * T];
+        let th = 3 * T / 2;
+        // v3 leads v0 and v1 by 2T: blocked while either is still
+        assert!(blocked(3, &progress, &[false, true, true, false], th));
+        // both run beside it: free
+        assert!(!blocked(3, &progress, &[true, true, false, false], th));
+        // v2 leads by T only: never blocked
+        assert!(!blocked(2, &progress, &[false, false, false, false], th));
+    }
+
+    #[test]
+    fn next_block_is_when_the_lead_passes_the_threshold() {
+        let th = 3 * T;
+        // v0 runs at 2T ahead of v1, which is ready: after T + 1 ns the lead exceeds 3T
+        assert_eq!(next_block_in(&[5 * T, 3 * T], &[true, false], &[true, false], th), Some(T + 1));
+        // both progressing: never
+        assert_eq!(next_block_in(&[5 * T, 3 * T], &[true, false], &[true, true], th), None);
+        // nothing running: never
+        assert_eq!(next_block_in(&[5 * T, 3 * T], &[false, false], &[false, false], th), None);
+    }
+}
