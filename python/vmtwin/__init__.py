@@ -21,20 +21,41 @@ Errors: :class:`VmtwinError`, :class:`ScenarioError`, :class:`AdmissionControlEr
 
 from vmtwin._core import __version__
 from vmtwin.exceptions import AdmissionControlError, ScenarioError, SimulationError, VmtwinError
-from vmtwin.report import render_report
-from vmtwin.results import Results, open_results
-from vmtwin.scenario import (
-    VM,
-    CpuBound,
-    Host,
-    Idle,
-    ResourcePool,
-    Scenario,
-    TraceWorkload,
-    load_scenario,
-    parse_scenario,
-)
-from vmtwin.simulation import Simulation, run_scenario
+
+# The rest loads on first use (PEP 562): ``import vmtwin`` stays a few milliseconds, so the
+# ``vmtwin`` command reaches its Ctrl-C handling before numpy, pyarrow and pydantic load.
+_LAZY = {
+    "render_report": "vmtwin.report",
+    "Results": "vmtwin.results",
+    "open_results": "vmtwin.results",
+    "VM": "vmtwin.scenario",
+    "CpuBound": "vmtwin.scenario",
+    "Host": "vmtwin.scenario",
+    "Idle": "vmtwin.scenario",
+    "ResourcePool": "vmtwin.scenario",
+    "Scenario": "vmtwin.scenario",
+    "TraceWorkload": "vmtwin.scenario",
+    "load_scenario": "vmtwin.scenario",
+    "parse_scenario": "vmtwin.scenario",
+    "Simulation": "vmtwin.simulation",
+    "run_scenario": "vmtwin.simulation",
+}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'vmtwin' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "__version__",

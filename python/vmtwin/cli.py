@@ -37,6 +37,7 @@ import argparse  # noqa: E402
 import importlib  # noqa: E402
 import json  # noqa: E402
 import time  # noqa: E402
+import warnings  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Optional, Sequence  # noqa: E402
 
@@ -372,8 +373,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         # Inside the command, Ctrl-C raises KeyboardInterrupt so atomic writers clean up first.
         handler = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        args = build_parser().parse_args(argv)
-        return args.func(args)
+        with warnings.catch_warnings():
+            # a scenario beyond a vSphere maximum runs, with one plain line saying so
+            warnings.showwarning = _show_warning
+            args = build_parser().parse_args(argv)
+            return args.func(args)
     except KeyboardInterrupt:
         err.print("interrupted", markup=False, highlight=False)
         return INTERRUPTED
@@ -391,6 +395,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if main_thread:
             # back to quitting at once: from here on there is nothing left to clean up
             signal.signal(signal.SIGINT, _exit_interrupted if _started_as_command() else handler)
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    for text in str(message).splitlines() or [""]:
+        err.print(f"warning: {text}", markup=False, highlight=False)
 
 
 def _in_main_thread() -> bool:

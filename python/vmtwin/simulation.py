@@ -39,6 +39,7 @@ from vmtwin import units as _units
 from vmtwin.exceptions import SimulationError, scenario_error
 from vmtwin.results import MANIFEST_NAME, Results, ResultsWriter, columns_from_engine, write_results
 from vmtwin.scenario import MAX_CUSTOM_SHARES, VM_SHARES_PER_VCPU, Scenario, load_scenario, parse_scenario
+from vmtwin.scenario.limits import check_duration_override
 
 __all__ = ["Simulation", "run_scenario"]
 
@@ -125,6 +126,8 @@ class Simulation:
             spec["seed"] = seed
         if duration is not None:
             spec["duration_ns"] = _ns(duration, "--duration")
+            # the clock's range and the result-row ceiling, as for the scenario's own duration
+            check_duration_override(self.scenario, spec["duration_ns"])
             if spec["duration_ns"] < spec["sample_interval_ns"]:  # the scenario's own check, for the override
                 raise scenario_error("--duration", duration, "a duration of at least the sample interval, "
                                      + _units.format_duration(spec["sample_interval_ns"]))

@@ -1,9 +1,10 @@
 """Ctrl-C while the engine is being built is honoured before construction ends.
 
 The bindings check for signals between VM admissions (every 16 VMs). Parsing the engine spec
-(JSON) cannot be interrupted, so the spec here is short to parse and long to admit: 8,000 VMs of
-16 vCPUs each. A SIGINT sent early stops construction well before the admissions would have
-finished.
+(JSON) cannot be interrupted, so the spec here is short to parse and long to admit: 40,000 VMs of
+16 vCPUs each. A SIGINT sent early must be raised by the constructor itself, not after it: the
+test checks where the interrupt landed rather than timing it, so a fast or a loaded machine
+gives the same verdict.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import pytest
 
 from vmtwin import _core
 
-VMS = 8_000
+VMS = 40_000
 
 
 def _spec_json() -> str:
@@ -45,10 +46,10 @@ def test_ctrl_c_while_building_the_engine():
     # sent from another process, as a terminal's Ctrl-C is (a thread of ours would need the GIL,
     # which the constructor holds)
     killer = subprocess.Popen(["sh", "-c", f"sleep 0.05; kill -INT {os.getpid()}"])
-    start = time.perf_counter()
+    returned = False
     with pytest.raises(KeyboardInterrupt):
         _core.Simulation(spec)
+        returned = True
         time.sleep(5)  # (only reached if the interrupt was missed inside the constructor)
-    took = time.perf_counter() - start
     killer.wait()
-    assert took < 0.5 * full, f"interrupted after {took:.2f} s of a {full:.2f} s construction"
+    assert not returned, f"the constructor ran to its end ({full:.2f} s when not interrupted) before the interrupt"
