@@ -29,6 +29,16 @@ impl MemScheduler for Queue {
     }
 }
 
+/// This process's user + system CPU seconds (/proc/self/stat, clock ticks of 1/100 s).
+fn cpu_s() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after = stat.rsplit(')').next().unwrap_or("");
+    // after the command name: state, ppid, ..., utime (12th), stime (13th)
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let tick = |i: usize| f.get(i).and_then(|x| x.parse::<f64>().ok()).unwrap_or(f64::NAN);
+    (tick(11) + tick(12)) / 100.0
+}
+
 fn main() {
     let load = || std::fs::read_to_string("/proc/loadavg").ok().and_then(|s| s.split_whitespace().next()?.parse::<f64>().ok()).unwrap_or(f64::NAN);
     let load_before = load();
@@ -46,6 +56,7 @@ fn main() {
     let mut q = Queue::default();
     let mut rngs: Vec<Rng> = (0..vms).map(|i| Rng::new(u64::from(i) + 100)).collect();
     let wall = Instant::now();
+    let cpu0 = cpu_s();
     h.start(0, &mut q);
     let (mut accesses, mut swap_wait, mut blocked) = (0u64, 0u64, 0u64);
     let boot = (f64::from(vm_pages) * 0.6) as u32;
@@ -88,11 +99,12 @@ fn main() {
         }
     }
     let wall_s = wall.elapsed().as_secs_f64();
+    let cpu = cpu_s() - cpu0;
     h.audit().unwrap();
     let stats: Vec<VmMemStats> = (0..vms).map(|v| h.vm_stats(v)).collect();
     let sum = |f: &dyn Fn(&VmMemStats) -> f64| stats.iter().map(f).sum::<f64>();
     println!(
-        "{{\"benchmark\": \"mem-overcommit-hour\", \"vms\": {vms}, \"overcommit\": 1.5, \"simulated_s\": 3600, \"wall_s\": {wall_s:.2}, \"accesses\": {accesses}, \"ns_per_access\": {:.1}, \"blocked\": {blocked}, \"swap_wait_s\": {:.1}, \"ballooned_mb\": {:.0}, \"swapped_mb\": {:.0}, \"compressed_mb\": {:.0}, \"shared_mb\": {:.0}, \"shrdsvd_mb\": {:.0}, \"state\": \"{:?}\", \"load_average_before\": {load_before:.2}, \"load_average_after\": {:.2}, \"target_wall_s\": 30}}",
+        "{{\"benchmark\": \"mem-overcommit-hour\", \"vms\": {vms}, \"overcommit\": 1.5, \"simulated_s\": 3600, \"wall_s\": {wall_s:.2}, \"cpu_s\": {cpu:.2}, \"accesses\": {accesses}, \"ns_per_access\": {:.1}, \"blocked\": {blocked}, \"swap_wait_s\": {:.1}, \"ballooned_mb\": {:.0}, \"swapped_mb\": {:.0}, \"compressed_mb\": {:.0}, \"shared_mb\": {:.0}, \"shrdsvd_mb\": {:.0}, \"state\": \"{:?}\", \"load_average_before\": {load_before:.2}, \"load_average_after\": {:.2}, \"target_wall_s\": 30}}",
         wall_s * 1e9 / accesses as f64,
         swap_wait as f64 / 1e9,
         sum(&|s| s.mctlsz as f64) / 256.0,
