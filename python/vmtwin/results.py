@@ -142,6 +142,7 @@ TABLE_COLUMNS: dict[str, list[str]] = {
         "costop_ns",
         "used_ns",
     ],
+    "pcpu": ["time_s", "pcpu", "%PCPU_UTIL", "%PCPU_USED"],
 }
 
 _ENGINE_DTYPES: dict[str, tuple[str, pa.DataType]] = {
@@ -205,7 +206,7 @@ def _ordered_table_names(names: Any) -> list[str]:
     Returns
     -------
     list of str
-        ``host``, ``vm``, ``vcpu`` (those present) followed by the other names, sorted.
+        ``host``, ``vm``, ``vcpu``, ``pcpu`` (those present) followed by the other names, sorted.
     """
     names = set(names)
     known = [n for n in TABLE_COLUMNS if n in names]

@@ -179,7 +179,7 @@ impl Simulation {
                 sched.add_pool_limit(limit, &pools.vms_below(id as u32));
             }
         }
-        let sampler = Sampler::new(guests.len());
+        let sampler = Sampler::new(guests.len(), sched.pcpu_count());
         let queue = EventQueue::with_timers(sched.timer_slots());
         let mut sim = Simulation {
             spec,
@@ -275,16 +275,17 @@ impl Simulation {
         &self.log
     }
 
-    /// The sampled tables: `host`, `vm`, `vcpu`.
-    pub fn tables(&self) -> [(&'static str, &Table); 3] {
-        [("host", &self.sampler.host), ("vm", &self.sampler.vm), ("vcpu", &self.sampler.vcpu)]
+    /// The sampled tables: `host`, `vm`, `vcpu`, `pcpu`.
+    pub fn tables(&self) -> [(&'static str, &Table); 4] {
+        let s = &self.sampler;
+        [("host", &s.host), ("vm", &s.vm), ("vcpu", &s.vcpu), ("pcpu", &s.pcpu)]
     }
 
-    /// Move the rows sampled since the last drain out of the sampler: `host`, `vm`, `vcpu`
-    /// (schemas as [`Simulation::tables`]). A run drained as it goes holds one drain's rows.
-    pub fn drain_tables(&mut self) -> [(&'static str, Table); 3] {
+    /// Move the rows sampled since the last drain out of the sampler: `host`, `vm`, `vcpu`,
+    /// `pcpu` (schemas as [`Simulation::tables`]). A run drained as it goes holds one drain's rows.
+    pub fn drain_tables(&mut self) -> [(&'static str, Table); 4] {
         let s = &mut self.sampler;
-        [("host", s.host.take()), ("vm", s.vm.take()), ("vcpu", s.vcpu.take())]
+        [("host", s.host.take()), ("vm", s.vm.take()), ("vcpu", s.vcpu.take()), ("pcpu", s.pcpu.take())]
     }
 
     /// Power on VM `vm` now; admission control may refuse its reservation.

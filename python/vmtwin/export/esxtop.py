@@ -103,8 +103,8 @@ def to_esxtop_csv(
 ) -> Path:
     """Export a run's CPU counters as an esxtop batch-mode (PDH-CSV) file.
 
-    Columns, after the timestamp: ``Physical Cpu(_Total)`` (``% Util Time``,
-    ``% Processor Time``); per VM in ``vm_id`` order ``Group Cpu(<vm_id+1>:<vm>)``; per resource
+    Columns, after the timestamp: ``Physical Cpu(<n>)`` per pCPU, then ``Physical Cpu(_Total)``
+    (``% Util Time``, ``% Processor Time``); per VM in ``vm_id`` order ``Group Cpu(<vm_id+1>:<vm>)``; per resource
     pool, parents first, ``Group Cpu(<GID>:<pool>)`` with GIDs after the VMs'; per vCPU
     ``Vcpu(<vm_id+1>:<vm>:<world_id>:vmx-vcpu-<k>:<vm>)``; each group and vCPU with the eight
     :data:`CPU_COUNTERS`. Every cell is quoted, lines end in CRLF, a cell is empty where the VM
@@ -143,6 +143,16 @@ def to_esxtop_csv(
 
     header = [_TIME_HEADER]
     columns: list[np.ndarray] = []
+    if "pcpu" in res.tables:
+        pcpu_df = res.table("pcpu")
+        pcounters = [(c, label) for c, label in HOST_COUNTERS if c in pcpu_df.columns]
+        if len(pcpu_df) and pcounters:
+            pwide = {c: _wide(pcpu_df, ["pcpu"], c, times) for c, _ in pcounters}
+            for n in sorted(int(p) for p in pcpu_df["pcpu"].unique()):
+                for col, label in pcounters:
+                    values, index = pwide[col]
+                    header.append(f"{prefix}Physical Cpu({n})\\{label}")
+                    columns.append(values[:, index[n]])
     h = host_df.drop_duplicates("time_s").set_index("time_s").reindex(times)
     for col, label in HOST_COUNTERS:
         if col in h.columns:

@@ -72,8 +72,12 @@ def test_header_objects_and_order(exported):
                       "3:c:3000:vmx-vcpu-0:c", "3:c:3001:vmx-vcpu-1:c"]
     for instance in groups:
         assert [m.group(3) for m in parsed if m.group(2) == instance] == COUNTERS
-    assert [m.group(3) for m in parsed if m.group(1) == "Physical Cpu"] == ["% Util Time", "% Processor Time"]
-    assert len(header) == 1 + 2 + 6 * 8 + 5 * 8
+    # per pCPU, then _Total, each with both counters
+    pcpus = list(dict.fromkeys(i for o, i in objects if o == "Physical Cpu"))
+    assert pcpus == [*map(str, range(len(pcpus) - 1)), "_Total"] and len(pcpus) > 2
+    for instance in pcpus:
+        assert [m.group(3) for m in parsed if m.group(2) == instance] == ["% Util Time", "% Processor Time"]
+    assert len(header) == 1 + 2 * len(pcpus) + 6 * 8 + 5 * 8
     assert path.read_bytes().count(b"\r\n") == len(data) + 1
 
 

@@ -1,7 +1,7 @@
 """docs/reference/counters.md defines exactly the columns a run writes.
 
-A short run of the quickstart scenario gives the real column lists of the ``host``, ``vm`` and
-``vcpu`` tables and of the esxtop batch-mode export; the page's section for each must define
+A short run of the quickstart scenario gives the real column lists of the ``host``, ``vm``,
+``vcpu`` and ``pcpu`` tables and of the esxtop batch-mode export; the page's section for each must define
 every one of them (unit, meaning, computation) and nothing else.
 """
 
@@ -18,7 +18,7 @@ from vmtwin.simulation import Simulation
 
 ROOT = Path(__file__).resolve().parents[3]
 PAGE = ROOT / "docs" / "reference" / "counters.md"
-SECTIONS = {"host": "## `host`", "vm": "## `vm`", "vcpu": "## `vcpu`", "esxtop": "## esxtop export"}
+SECTIONS = {"host": "## `host`", "vm": "## `vm`", "vcpu": "## `vcpu`", "pcpu": "## `pcpu`", "esxtop": "## esxtop export"}
 ROW = re.compile(r"^\| `([^`]+)` \|(.*)\|\s*$")
 
 
@@ -50,19 +50,20 @@ def _esxtop_columns(path: Path) -> list[str]:
         m = re.fullmatch(r"\\\\[^\\]+\\(.+)", h)
         assert m, f"esxtop column {h!r} is not a counter path \\\\host\\object\\counter"
         col = re.sub(r"^Group Cpu\(\d+:[^)]*\)", "Group Cpu(<n>:<vm>)", m.group(1))
+        col = re.sub(r"^Physical Cpu\(\d+\)", "Physical Cpu(<n>)", col)
         cols.append(re.sub(r"^Vcpu\(\d+:[^)]*\)", "Vcpu(<n>:<vm>:<wid>:vmx-vcpu-<k>:<vm>)", col))
     return list(dict.fromkeys(cols))
 
 
 @pytest.fixture(scope="module")
 def actual(tmp_path_factory) -> dict[str, list[str]]:
-    """Column lists of a 4-second quickstart run: its three tables and its esxtop export."""
+    """Column lists of a 4-second quickstart run: its four tables and its esxtop export."""
     tmp = tmp_path_factory.mktemp("counters")
     sim = Simulation(ROOT / "scenarios" / "quickstart.yaml", duration="4s")
     sim.run()
     res = sim.write(tmp / "run")
-    cols = {name: res.arrow(name).column_names for name in ("host", "vm", "vcpu")}
-    assert sorted(res.tables) == ["host", "vcpu", "vm"], f"a new table {res.tables} needs a section in {PAGE.name}"
+    cols = {name: res.arrow(name).column_names for name in ("host", "vm", "vcpu", "pcpu")}
+    assert sorted(res.tables) == ["host", "pcpu", "vcpu", "vm"], f"a new table {res.tables} needs a section in {PAGE.name}"
     cols["esxtop"] = _esxtop_columns(to_esxtop_csv(res, tmp / "esxtop.csv"))
     return cols
 

@@ -224,6 +224,8 @@ struct Pcpu {
     run_alloc: f64,
     /// the running vCPU's VM
     run_vm: u32,
+    /// ns it has run vCPUs, up to the start of the current slice (esxtop's PCPU UTIL)
+    busy_ns: u64,
 }
 
 /// A CPU limit being enforced: a VM's own, or a resource pool's (shared by every VM below it).
@@ -382,6 +384,13 @@ impl CpuSched {
     /// Number of pCPUs.
     pub fn pcpu_count(&self) -> usize {
         self.pcpus.len()
+    }
+
+    /// Cumulative ns pCPU `pcpu` has spent running vCPUs, up to `now` (the slice in progress
+    /// included).
+    pub fn pcpu_busy_ns(&self, pcpu: u32, now: Time) -> u64 {
+        let pc = &self.pcpus[pcpu as usize];
+        pc.busy_ns + if pc.running != NONE { now - pc.slice_start } else { 0 }
     }
 
     /// The vCPU running on `pcpu`, or [`NONE`].
@@ -792,6 +801,7 @@ impl CpuSched {
         let ran = now - pc.slice_start;
         let mark = pc.key_mark;
         pc.running = NONE;
+        pc.busy_ns += ran;
         self.clock.charge(mark, now);
         let vc = &mut self.vcpus[v as usize];
         vc.key += ns_f(now - mark) * vc.inv_weight;

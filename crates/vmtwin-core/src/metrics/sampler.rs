@@ -10,9 +10,12 @@
 //!   %WAIT  = (WAIT + IDLE) / interval    %IDLE = IDLE / interval    %VMWAIT = WAIT / interval
 //! ```
 //!
-//! so per vCPU `%RUN + %RDY + %WAIT = 100` over intervals the VM was on for. A VM's row sums its
-//! vCPUs (a 4-vCPU VM can show 400 %USED), as esxtop's VM group does. A VM powered on during an
-//! interval is measured from its power-on; powered-off VMs have no rows.
+//! so per vCPU `%RUN + %RDY + %WAIT + %CSTP = 100` over intervals the VM was on for. A VM's row
+//! sums its vCPUs (a 4-vCPU VM can show 400 %USED), as esxtop's VM group does. A VM powered on
+//! during an interval is measured from its power-on; powered-off VMs have no rows. The `pcpu`
+//! table has one row per pCPU: the share of the interval it ran vCPUs (esxtop's per-PCPU
+//! `PCPU UTIL(%)`; `PCPU USED(%)` is the same until hyperthreading and frequency scaling are
+//! modelled).
 
 use super::table::{Cells, Table, Value};
 use crate::cpu::{CpuSched, VcpuState, STATES};
@@ -48,6 +51,10 @@ pub struct Sampler {
     pub vm: Table,
     /// vCPU table
     pub vcpu: Table,
+    /// pCPU table
+    pub pcpu: Table,
+    /// per pCPU, its busy ns at the previous sample
+    prev_busy: Vec<u64>,
     prev: Vec<[u64; STATES]>,
     prev_used: Vec<u64>,
     last: Time,
@@ -119,6 +126,13 @@ struct HostCells {
 
 // The rows below define each table's schema too (`Sampler::new` writes one into a `Vec`).
 
+fn pcpu_row(c: &mut impl Cells, t: f64, pcpu: u32, util_pct: f64) {
+    c.f64("time_s", t);
+    c.u32("pcpu", pcpu);
+    c.f64("%PCPU_UTIL", util_pct);
+    c.f64("%PCPU_USED", util_pct);
+}
+
 fn host_row(c: &mut impl Cells, h: &HostCells) {
     c.f64("time_s", h.time_s);
     c.u32("pcpus", h.pcpus);
@@ -168,14 +182,16 @@ fn schema(row: impl FnOnce(&mut Vec<(&'static str, Value)>)) -> Table {
 }
 
 impl Sampler {
-    /// A sampler for `vcpus` vCPUs.
-    pub fn new(vcpus: usize) -> Self {
+    /// A sampler for `vcpus` vCPUs on `pcpus` pCPUs.
+    pub fn new(vcpus: usize, pcpus: usize) -> Self {
         let zero = Pct::new(&[0; STATES], 0, 1.0);
         let r = VmRow { vcpus: 0, shares: 0, reservation_mhz: 0, limit_mhz: None, entitlement_mhz: 0.0, demand_mhz: 0.0, demand_est_mhz: 0.0, powered_on_at: None };
         Sampler {
             host: schema(|c| host_row(c, &HostCells::default())),
             vm: schema(|c| vm_row(c, 0.0, 0, &r, &zero, 0.0)),
             vcpu: schema(|c| vcpu_row(c, 0.0, 0, 0, &zero, &[0; STATES], 0)),
+            pcpu: schema(|c| pcpu_row(c, 0.0, 0, 0.0)),
+            prev_busy: vec![0; pcpus],
             prev: vec![[0; STATES]; vcpus],
             prev_used: vec![0; vcpus],
             last: 0,
@@ -247,6 +263,12 @@ impl Sampler {
             powered_on_vms: on,
         };
         host_row(&mut self.host.row(), &host);
+        self.pcpu.reserve(self.prev_busy.len());
+        for (pc, prev) in self.prev_busy.iter_mut().enumerate() {
+            let busy = sched.pcpu_busy_ns(pc as u32, now);
+            pcpu_row(&mut self.pcpu.row(), t, pc as u32, 100.0 * (busy - *prev) as f64 / interval);
+            *prev = busy;
+        }
         self.last = now;
     }
 }
