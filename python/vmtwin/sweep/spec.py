@@ -211,6 +211,12 @@ def build_sweep(base: Scenario, grid: Any, *, replications: Any = 1, seed: Any =
     data = base.model_dump(mode="json")
     for path, values in grid.items():
         get_path(data, path)
+        if parse_path(path) == ["seed"]:
+            raise scenario_error("grid.seed", values, "no seed in the grid: each run's seed is derived from the "
+                                 "sweep's seed; use replications for more seeds per point")
+        if parse_path(path) == ["duration"] and duration is not None:
+            raise scenario_error("grid.duration", values, "a grid over duration only without the sweep's own "
+                                 "duration (which would override it)")
         if not isinstance(values, list) or not values:
             raise scenario_error(f"grid.{path}", values, "a non-empty list of values")
         if len({json.dumps(v, sort_keys=True) for v in values}) != len(values):

@@ -108,3 +108,13 @@ def test_docs_python_example_runs():
     exec(code, env)
     s = env["tables"]["summary"].to_pandas()
     assert s[s.metric == "max(vcpu.%RDY)"]["mean"].round(0).tolist() == [0.0, 33.0]
+
+
+def test_grid_cannot_sweep_what_the_sweep_overrides():
+    sc = parse_scenario(BASE_YAML)
+    with pytest.raises(ScenarioError, match="grid.seed.*replications"):
+        build_sweep(sc, {"seed": [1, 2]})
+    with pytest.raises(ScenarioError, match="grid.duration"):
+        build_sweep(sc, {"duration": ["1s", "2s"]}, duration="1s")
+    sw = build_sweep(sc, {"duration": ["500ms", "1s"]})
+    assert [t.scenario["duration"] for t in sw.tasks()] == ["500ms", "1s"]
