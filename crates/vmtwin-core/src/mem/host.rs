@@ -178,7 +178,7 @@ pub struct VmMemStats {
     pub consumed: f64,
     /// TCHD: active pages, sampled estimate
     pub active: f64,
-    /// pages touched in the current working-set period
+    /// working set: distinct pages touched in the last complete sampling period
     pub working_set: u64,
     /// SZTGT: target
     pub target: f64,
@@ -834,7 +834,7 @@ impl MemHost {
             };
             // balloon target (MCTLTGT): grow by the excess in the ballooning state, shrink when
             // below target in the high state
-            let mut bt = self.vms[i].balloon_target.min(size.max(self.vms[i].balloon_target));
+            let mut bt = self.vms[i].balloon_target;
             if balloon_state && excess > 0.0 && driver {
                 bt = (size + excess.ceil() as u64).min(max_balloon);
             } else if self.state == MemState::High && excess < 0.0 {

@@ -32,6 +32,8 @@
 //! - Collisions are resolved by probing, not chaining, and hint frames keep the full hash
 //!   instead of a truncated one; one frame per hash value, as the paper's false-match rule needs.
 //! - Reference counts are 32-bit in the frame, not 16-bit with an overflow table.
+//! - Inside the host, pages loaded from a memory image carry a 60-bit content id derived from
+//!   the hash of their bytes, and are compared by that id; only [`scan_images`] compares bytes.
 
 use super::content::{page_hash, MemoryImage};
 
@@ -286,15 +288,14 @@ pub fn scan_images(images: &[&MemoryImage]) -> ImageScan {
                     match f.kind() {
                         FrameKind::Hint { vm: hv, ppn: hp } => {
                             if images[hv as usize].page(hp) == page {
-                                // the hint's page becomes the shared page: the representative
-                                // is kept in the frame's MPN field as (vm, ppn) packed for images
+                                // the hint's page becomes the shared page; an image frame keeps
+                                // its representative page (image, page) where a host frame keeps
+                                // its MPN and reference count
                                 table.set(slot, Frame { hash: h, a: hv, b: hp });
                                 out.shared += 2;
                                 out.shared_frames += 1;
                                 out.reclaimed += 1;
                                 out.zero_shared += 2 * u64::from(page.iter().all(|&b| b == 0));
-                                // remember the count in a side channel: the sharers of an image
-                                // frame are not needed later, only its representative
                             } else {
                                 out.false_matches += 1;
                             }
