@@ -10,11 +10,14 @@ goes on (nothing has been written at that point: the dataset is written after th
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import multiprocessing
 import os
 import signal
 import threading
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 import pyarrow as pa
@@ -36,8 +39,18 @@ STOP_TIMEOUT_S = 10.0
 Progress = Optional[Callable[[int, int], None]]
 
 
-def run_task(task: Task) -> dict[str, pa.Table]:
-    """Run one point of the grid with its seed; the run reduced to per-entity means."""
+@functools.lru_cache(maxsize=1)
+def build_id() -> str:
+    """This process's vmtwin: version and a hash of the native engine file it loaded."""
+    from vmtwin import __version__, _core
+
+    digest = hashlib.blake2b(Path(_core.__file__).read_bytes(), digest_size=8).hexdigest()
+    return f"{__version__}+{digest}"
+
+
+def run_task(task: Task) -> dict:
+    """Run one point of the grid with its seed; the run reduced to per-entity means, and the
+    build that ran it (``"build"``)."""
     from vmtwin.scenario import parse_scenario
     from vmtwin.simulation import Simulation
     from vmtwin.sweep.metrics import reduce_run
@@ -45,7 +58,18 @@ def run_task(task: Task) -> dict[str, pa.Table]:
     sc = parse_scenario(task.scenario, base_dir=task.base_dir, name=f"grid point {task.point}")
     sim = Simulation(sc, seed=task.seed, duration=task.duration)
     sim.run()
-    return reduce_run(sim.tables())
+    return {**reduce_run(sim.tables()), "build": build_id()}
+
+
+def _same_build(results: list) -> list:
+    """Refuse results from another vmtwin build (a Ray node with another version, an engine
+    rebuilt while the sweep ran): the dataset would not be reproducible."""
+    mine = build_id()
+    other = sorted({r["build"] for r in results} - {mine})
+    if other:
+        raise VmtwinError(f"runs were made by another vmtwin build ({', '.join(other)}) than this one ({mine}): "
+                          "install the same vmtwin everywhere (and do not rebuild it while a sweep runs)")
+    return results
 
 
 def run_tasks(tasks: Sequence[Task], *, backend: str = "local", workers: Optional[int] = None,
@@ -62,8 +86,9 @@ def run_tasks(tasks: Sequence[Task], *, backend: str = "local", workers: Optiona
     """
     if backend not in BACKENDS:
         raise VmtwinError(f"--backend: got {backend!r}; allowed: {', '.join(BACKENDS)}")
+    build_id()  # before any run: the engine this process loaded
     if backend == "ray":
-        return _run_ray(tasks, address, progress)
+        return _same_build(_run_ray(tasks, address, progress))
     workers = workers or os.cpu_count() or 1
     if workers < 1:
         raise VmtwinError(f"--workers: got {workers}; allowed: an integer of at least 1")
@@ -74,7 +99,7 @@ def run_tasks(tasks: Sequence[Task], *, backend: str = "local", workers: Optiona
             if progress:
                 progress(len(results), len(tasks))
         return results
-    return _run_pool(tasks, workers, progress)
+    return _same_build(_run_pool(tasks, workers, progress))
 
 
 def _ignore_sigint() -> None:

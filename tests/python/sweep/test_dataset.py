@@ -153,3 +153,13 @@ def test_ctrl_c_leaves_nothing(tmp_path, base_file):
     assert proc.returncode == 130, err
     assert "interrupted" in err and "Traceback" not in err, err
     assert not (tmp_path / "out").exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_runs_from_another_build_are_refused():
+    from vmtwin.exceptions import VmtwinError
+    from vmtwin.sweep import runner
+
+    results = [{"build": runner.build_id()}, {"build": "0.0.0+other"}]
+    with pytest.raises(VmtwinError, match=r"another vmtwin build \(0\.0\.0\+other\)"):
+        runner._same_build(results)
+    assert runner._same_build(results[:1]) == results[:1]
