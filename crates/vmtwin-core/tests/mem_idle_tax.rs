@@ -45,8 +45,8 @@ fn run(preset: Preset, tau: f64) -> [(f64, f64); 2] {
         }
         now += step;
         q.run_until(&mut h, now);
-        if now > 3000 * NS_PER_S && now % (NS_PER_S / 2) == 0 {
-            let s = &mut sums[usize::from(now % NS_PER_S != 0)];
+        if now > 3000 * NS_PER_S && now.is_multiple_of(NS_PER_S / 2) {
+            let s = &mut sums[usize::from(!now.is_multiple_of(NS_PER_S))];
             s[0] += h.vm_stats(0).consumed;
             s[1] += h.vm_stats(1).consumed;
             s[2] += 1.0;

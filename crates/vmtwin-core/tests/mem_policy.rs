@@ -75,8 +75,7 @@ fn states_follow_thresholds_with_hysteresis() {
 
 #[test]
 fn bad_memory_input_is_refused_naming_the_field() {
-    let mut p = MemParams::default();
-    p.idle_tax = 1.0;
+    let mut p = MemParams { idle_tax: 1.0, ..MemParams::default() };
     let e = p.validate().unwrap_err().to_string();
     assert!(e.contains("memory.idle_tax") && e.contains("[0, 1)"), "{e}");
     p.idle_tax = -0.1;

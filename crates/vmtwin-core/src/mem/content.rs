@@ -216,7 +216,7 @@ pub struct MemoryImage {
 impl MemoryImage {
     /// An image from bytes; the length must be a positive multiple of 4096.
     pub fn from_bytes(bytes: Vec<u8>, what: &str) -> VmtwinResult<Self> {
-        if bytes.is_empty() || bytes.len() % PAGE_BYTES != 0 {
+        if bytes.is_empty() || !bytes.len().is_multiple_of(PAGE_BYTES) {
             invalid!(what, format!("{} bytes", bytes.len()), "a memory image of whole 4096-byte pages (truncated or empty file?)");
         }
         Ok(MemoryImage { bytes })

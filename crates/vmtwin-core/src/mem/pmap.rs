@@ -148,7 +148,7 @@ impl Pmap {
     pub fn mark_sampled(&mut self, ppn: u32) -> bool {
         let s = &mut self.slots[ppn as usize];
         let was = s.entry & SAMPLED != 0;
-        s.entry = s.entry | SAMPLED;
+        s.entry |= SAMPLED;
         !was
     }
 
@@ -157,7 +157,7 @@ impl Pmap {
     pub fn take_sampled(&mut self, ppn: u32) -> bool {
         let s = &mut self.slots[ppn as usize];
         let was = s.entry & SAMPLED != 0;
-        s.entry = s.entry & !SAMPLED;
+        s.entry &= !SAMPLED;
         was
     }
 
@@ -166,7 +166,7 @@ impl Pmap {
     pub fn note_touch(&mut self, ppn: u32) -> bool {
         let s = &mut self.slots[ppn as usize];
         if s.content & TOUCHED == 0 {
-            s.content = s.content | TOUCHED;
+            s.content |= TOUCHED;
             self.touched += 1;
             true
         } else {
@@ -183,7 +183,7 @@ impl Pmap {
     /// End a working-set period: clear every touched bit and return the period's count.
     pub fn end_period(&mut self) -> u64 {
         for s in &mut self.slots {
-            s.content = s.content & CONTENT_MASK;
+            s.content &= CONTENT_MASK;
         }
         std::mem::take(&mut self.touched)
     }

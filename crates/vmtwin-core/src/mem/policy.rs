@@ -144,8 +144,8 @@ pub fn next_state(state: MemState, free: u64, total: u64, thresholds: [f64; 4], 
     let frac = free as f64 / total as f64;
     // down: the deepest state whose threshold free is below
     let mut s = state as usize;
-    for level in (s + 1)..4 {
-        if frac < thresholds[level] {
+    for (level, &t) in thresholds.iter().enumerate().skip(s + 1) {
+        if frac < t {
             s = level;
         }
     }
