@@ -5,9 +5,39 @@ which random examples a run happened to draw; locally it keeps exploring new one
 """
 
 import os
+from typing import NamedTuple
 
+import pytest
 from hypothesis import settings
 
 settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI") == "true":
     settings.load_profile("ci")
+
+
+class CliOutcome(NamedTuple):
+    """What one in-process ``vmtwin`` invocation did (unpacks as ``rc, out, err``)."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def cli(capsys):
+    """``cli("run", path, "-o", out)`` -> CliOutcome, running ``vmtwin.cli.main`` in this process.
+
+    An exception escaping ``main`` fails the test: that is what a user would see as a traceback.
+    """
+    from vmtwin.cli import main
+
+    def run(*argv) -> CliOutcome:
+        capsys.readouterr()
+        try:
+            rc = main([str(a) for a in argv])
+        except SystemExit as exc:  # argparse's own errors
+            rc = exc.code
+        out, err = capsys.readouterr()
+        return CliOutcome(rc, out, err)
+
+    return run

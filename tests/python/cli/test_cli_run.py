@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 from cli_helpers import PLANETLAB_OK, SCENARIOS, needs_shared_data, vmtwin_command
 
-TABLES = ("host.parquet", "vm.parquet", "vcpu.parquet")
+TABLES = ("host.parquet", "vm.parquet", "vcpu.parquet", "pcpu.parquet")
 
 # Exponential bursts everywhere, so the seed matters; a pool with a limit, a reservation, a VM
 # limit, a late power-on, an idle VM and a trace replay, so every mechanism draws on the RNG.
@@ -85,7 +85,7 @@ def test_manifests_differ_only_in_wall_time(three_runs):
     assert a == b
     assert a["seed"] == 5 and a["scenario"]["seed"] == 5 and a["params"]["seed"] == 5
     assert c["seed"] == 6
-    assert a["tables"] == {"host": 20, "vm": 6 * 20 - 3, "vcpu": (2 + 2 + 1 + 1 + 1) * 20 + 2 * 17}
+    assert a["tables"] == {"host": 20, "vm": 6 * 20 - 3, "vcpu": (2 + 2 + 1 + 1 + 1) * 20 + 2 * 17, "pcpu": 2 * 20}
 
 
 def test_duration_override(cli, tmp_path):

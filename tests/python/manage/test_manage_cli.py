@@ -8,24 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from vmtwin.cli import main
 
 REPO = Path(__file__).resolve().parents[3]
 EXAMPLES = REPO / "scenarios" / "manage"
-
-
-@pytest.fixture
-def cli(capsys):
-    def run(*argv):
-        capsys.readouterr()
-        try:
-            rc = main([str(a) for a in argv])
-        except SystemExit as exc:
-            rc = exc.code
-        out, err = capsys.readouterr()
-        return rc, out, err
-
-    return run
 
 
 def test_power_on_example_side_by_side(cli, tmp_path):

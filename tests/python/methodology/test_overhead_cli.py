@@ -8,23 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from vmtwin.cli import main
 
 DATA = Path(__file__).with_name("data")
-
-
-@pytest.fixture
-def cli(capsys):
-    def run(*argv):
-        capsys.readouterr()
-        try:
-            rc = main([str(a) for a in argv])
-        except SystemExit as exc:
-            rc = exc.code
-        out, err = capsys.readouterr()
-        return rc, out, err
-
-    return run
 
 
 # 1000 transactions on 8 CPUs at 2400 MHz: native busy 100% of the time, virtual (host view) 96%

@@ -9,7 +9,6 @@ import re
 import pytest
 
 from vmtwin import reproduce
-from vmtwin.cli import main
 from vmtwin.reproduce import Experiment, Row
 
 IDS = ["cpu-shares", "cpu-reservation", "cpu-limit"]
@@ -21,22 +20,6 @@ ROW_KEYS = {"experiment", "metric", "published", "simulated", "tolerance", "verd
 # The only targets printed in the paper: B1's "1/8 CPU time is given to vm0 and 7/8 CPU time is
 # given to vm1" at 1:7. Everything else is derived from the text (research/cpu.md B1-B3).
 PRINTED = {"vm0 %USED at shares 1:7", "vm1 %USED at shares 1:7"}
-
-
-@pytest.fixture
-def cli(capsys):
-    """Run ``vmtwin.cli.main`` in this process: (exit status, stdout, stderr)."""
-
-    def run(*argv):
-        capsys.readouterr()
-        try:
-            rc = main([str(a) for a in argv])
-        except SystemExit as exc:
-            rc = exc.code
-        out, err = capsys.readouterr()
-        return rc, out, err
-
-    return run
 
 
 def test_list_shows_the_three_experiments(cli):
