@@ -188,3 +188,46 @@ fn runs_are_deterministic_per_seed() {
     assert_eq!(a, run(5));
     assert_ne!(a, run(6));
 }
+
+/// A VM whose reservation is its whole size (the papers' "memory hog with full reservation")
+/// is never reclaimed, whatever the pressure from the others, under both presets.
+#[test]
+fn a_full_reservation_is_never_reclaimed() {
+    for preset in [Preset::Esx2002, Preset::Esx2013] {
+        let mut p = MemParams::for_preset(preset, 4000);
+        p.host_overhead_pages = 0;
+        let mut h = MemHost::new(p, 1, 4000, Box::new(FixedLatencySwapStandIn::default()), 8).unwrap();
+        let mut hog = VmMemSpec::new("hog", 1500);
+        hog.min_pages = 1500;
+        hog.overhead_pages = 0;
+        h.power_on(hog).unwrap();
+        for name in ["a", "b"] {
+            let mut s = VmMemSpec::new(name, 2500);
+            s.overhead_pages = 0;
+            h.power_on(s).unwrap();
+        }
+        let mut q = Queue::default();
+        h.start(0, &mut q);
+        for ppn in 0..1500 {
+            let c = h.private_content(0);
+            h.write(0, ppn, c, 0);
+        }
+        let mut rng = Rng::new(9);
+        let mut now = 0;
+        for _ in 0..120 {
+            for vm in 1..3 {
+                for _ in 0..1000 {
+                    let c = h.private_content(vm);
+                    h.write(vm, (rng.uniform() * 2500.0) as u32, c, now);
+                }
+            }
+            now += NS_PER_S;
+            q.run_until(&mut h, now);
+            let s = h.vm_stats(0);
+            assert_eq!((s.mctlsz, s.swcur, s.zipped), (0, 0, 0), "{preset:?}: the hog was reclaimed: {s:?}");
+        }
+        let others: u64 = (1..3).map(|v| h.vm_stats(v).swcur + h.vm_stats(v).mctlsz + h.vm_stats(v).zipped).sum();
+        assert!(others > 0, "{preset:?}: no pressure reached the other VMs");
+        assert_eq!(h.audit(), Ok(()));
+    }
+}
