@@ -231,3 +231,43 @@ fn a_full_reservation_is_never_reclaimed() {
         assert_eq!(h.audit(), Ok(()));
     }
 }
+
+/// The soft state under the two presets: both balloon a VM that has a driver; for a VM without
+/// one, the 2002 policy pages it instead [S1 §6.3], the 2013 policy leaves it to the hard state
+/// [S2 Table 3]. A wide soft band keeps the host in soft throughout.
+#[test]
+fn soft_state_techniques_follow_the_preset() {
+    for preset in [Preset::Esx2002, Preset::Esx2013] {
+        let mut p = MemParams::for_preset(preset, 4000);
+        p.host_overhead_pages = 0;
+        p.thresholds = [0.5, 0.45, 0.01, 0.005];
+        let mut h = MemHost::new(p, 1, 4000, Box::new(FixedLatencySwapStandIn::default()), 12).unwrap();
+        for (name, driver) in [("with-driver", true), ("no-driver", false)] {
+            let mut s = VmMemSpec::new(name, 2500);
+            s.overhead_pages = 0;
+            s.balloon_driver = driver;
+            h.power_on(s).unwrap();
+        }
+        let mut q = Queue::default();
+        // map 1850 pages each (free 7.5 %: soft, far from hard) before the first tick
+        for vm in 0..2 {
+            for ppn in 0..1850 {
+                let c = h.private_content(vm);
+                h.write(vm, ppn, c, 0);
+            }
+        }
+        h.start(0, &mut q);
+        for t in 1..=60 {
+            q.run_until(&mut h, t * NS_PER_S);
+            assert_eq!(h.state(), MemState::Soft, "{preset:?} at {t} s");
+        }
+        let (d, n) = (h.vm_stats(0), h.vm_stats(1));
+        assert!(d.mctlsz > 0 && d.swcur == 0 && d.zipped == 0, "{preset:?} with driver: {d:?}");
+        assert_eq!(n.mctlsz, 0);
+        match preset {
+            Preset::Esx2002 => assert!(n.swcur > 0, "2002: the VM without a driver is paged in soft: {n:?}"),
+            Preset::Esx2013 => assert_eq!((n.swcur, n.zipped), (0, 0), "2013: no swap or compression in soft"),
+        }
+        assert_eq!(h.audit(), Ok(()));
+    }
+}
