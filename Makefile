@@ -15,7 +15,7 @@ $(VENV)/.deps: pyproject.toml
 
 # (Re)build the native module into the venv, with the Python dependencies.
 build: setup
-	$(BIN)/maturin develop --release --quiet --extras test
+	$(BIN)/maturin develop --release --quiet --extras test,ray
 
 quickstart: build
 	$(BIN)/vmtwin run scenarios/quickstart.yaml -o results/quickstart

@@ -261,7 +261,7 @@ def test_tables_do_not_depend_on_step_sizes_or_streaming(tmp_path, small_groups,
     b = stepped.write()
     assert _parquet(a.path) == _parquet(b.path)
     assert pq.ParquetFile(b.path / "vcpu.parquet").metadata.num_row_groups == 5  # 250 rows in 50s
-    assert a.manifest["tables"] == b.manifest["tables"] == {"host": 60, "vm": 190, "vcpu": 250}
+    assert a.manifest["tables"] == b.manifest["tables"] == {"host": 60, "vm": 190, "vcpu": 250, "pcpu": 120}
 
 
 def test_streaming_folder_appears_only_when_written(tmp_path):
