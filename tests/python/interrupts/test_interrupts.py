@@ -64,7 +64,7 @@ def full_run_s(scenario, tmp_path_factory) -> float:
 def _assert_complete(out: Path) -> None:
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["simulated_s"] == manifest["duration_s"] == 40.0
-    assert set(manifest["tables"]) == {"host", "vm", "vcpu"}
+    assert set(manifest["tables"]) == {"host", "vm", "vcpu", "pcpu"}
     for name, rows in manifest["tables"].items():
         assert pq.read_metadata(out / f"{name}.parquet").num_rows == rows, name
     assert manifest["tables"]["host"] == 40
