@@ -7,8 +7,8 @@ verdict ``NOT JUDGED``; the rest are judged ``PASS`` or ``FAIL``. Misses are rep
 hidden.
 
 >>> sorted(EXPERIMENTS)  # doctest: +NORMALIZE_WHITESPACE
-['cpu-limit', 'cpu-reservation', 'cpu-shares', 'tier1-hadoop', 'tier1-latency', 'tier1-oltp', 'tier1-presets', 'tier1-throughput', 'vatm-bootstorm',
- 'vatm-table1', 'vatm-trends']
+['cpu-limit', 'cpu-reservation', 'cpu-shares', 'storage-table2', 'storage-table6', 'storage-tables13-15', 'tier1-hadoop',
+ 'tier1-latency', 'tier1-oltp', 'tier1-presets', 'tier1-throughput', 'vatm-bootstorm', 'vatm-table1', 'vatm-trends']
 """
 
 from __future__ import annotations
@@ -17,10 +17,11 @@ from vmtwin.exceptions import scenario_error
 from vmtwin.reproduce.base import Experiment, Row
 from vmtwin.reproduce.cpu import CPU_EXPERIMENTS
 from vmtwin.reproduce.report import run_all
+from vmtwin.reproduce.storage import STORAGE_EXPERIMENTS
 from vmtwin.reproduce.tier1 import TIER1_EXPERIMENTS
 from vmtwin.reproduce.vatm import VATM_EXPERIMENTS
 
-EXPERIMENTS: dict[str, Experiment] = {e.id: e for e in [*CPU_EXPERIMENTS, *TIER1_EXPERIMENTS, *VATM_EXPERIMENTS]}
+EXPERIMENTS: dict[str, Experiment] = {e.id: e for e in [*CPU_EXPERIMENTS, *TIER1_EXPERIMENTS, *VATM_EXPERIMENTS, *STORAGE_EXPERIMENTS]}
 
 
 def get(experiment_id: str) -> Experiment:

@@ -16,6 +16,7 @@ IDS = ["cpu-shares", "cpu-reservation", "cpu-limit"]
 ALL_IDS = IDS + ["tier1-throughput", "tier1-oltp", "tier1-hadoop", "tier1-latency", "tier1-presets"]
 # vATM's reproductions (tested in tests/python/manage)
 ALL_IDS += ["vatm-table1", "vatm-bootstorm", "vatm-trends"]
+ALL_IDS += ["storage-table2", "storage-table6", "storage-tables13-15"]
 ROW_KEYS = {"experiment", "metric", "published", "simulated", "tolerance", "verdict", "source", "note"}
 # The only targets printed in the paper: B1's "1/8 CPU time is given to vm0 and 7/8 CPU time is
 # given to vm1" at 1:7. Everything else is derived from the text (research/cpu.md B1-B3).
