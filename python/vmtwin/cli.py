@@ -65,6 +65,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "vmtwin.methodology.cli",
     "vmtwin.manage.cli",
     "vmtwin.sweep.cli",
+    "vmtwin.models.cli",
 )
 
 # piped output keeps whole lines (rich would otherwise cut table cells at 80 columns)
