@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from inventory_oracle import Oracle
@@ -63,6 +63,7 @@ def check_all(inv: Inventory, tmp_path, rng: random.Random) -> None:
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**32 - 1), density=st.sampled_from([0.05, 0.2, 0.5]))
+@example(seed=7852, density=0.5)  # admin-access: LadybugDB's one-pattern form returned a wrong user
 def test_random_inventories(tmp_path, seed, density):
     check_all(random_inventory(seed, density), tmp_path, random.Random(seed))
 
