@@ -6,11 +6,11 @@ import os
 import re
 import shutil
 import subprocess
-from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
 import pytest
+from html_table import table_rows
 from plotly.offline import get_plotlyjs
 
 from vmtwin.report import render_report, vm_summary
@@ -19,33 +19,6 @@ from vmtwin.results import Results, columns_from_engine, write_results
 
 MANIFEST = {"scenario_name": "edge", "seed": 1, "duration_s": 10.0, "sample_interval_s": 2.0,
             "wall_time_s": 0.01, "event_count": 10, "vmtwin_version": "0.1.0"}
-
-
-class _Cells(HTMLParser):
-    """Collect the text of every <td> of the summary table, row by row."""
-
-    def __init__(self):
-        super().__init__()
-        self.rows, self._in_table, self._cell = [], False, None
-
-    def handle_starttag(self, tag, attrs):
-        if tag == "table" and ("id", "vm-summary") in attrs:
-            self._in_table = True
-        elif self._in_table and tag == "tr":
-            self.rows.append([])
-        elif self._in_table and tag == "td":
-            self._cell = ""
-
-    def handle_endtag(self, tag):
-        if tag == "table":
-            self._in_table = False
-        elif tag == "td" and self._cell is not None:
-            self.rows[-1].append(self._cell)
-            self._cell = None
-
-    def handle_data(self, data):
-        if self._cell is not None:
-            self._cell += data
 
 
 def test_report_structure(results_dir):
@@ -69,9 +42,7 @@ def test_report_structure(results_dir):
 
 def test_summary_table_matches_the_data(results_dir):
     page = render_report(results_dir).read_text(encoding="utf-8")
-    parser = _Cells()
-    parser.feed(page)
-    rows = [r for r in parser.rows if r]
+    rows = table_rows(page, "vm-summary")
     vm = Results(results_dir).vm
     assert [r[0] for r in rows] == ["vm0", "web1", "db2"]
     by_name = {r[0]: r for r in rows}

@@ -13,11 +13,11 @@ from __future__ import annotations
 import json
 import re
 from html import unescape
-from html.parser import HTMLParser
 
 import numpy as np
 import pandas as pd
 import pytest
+from html_table import table_rows
 from test_report import _browser, _run, assert_screenshot, rendered_dom
 
 from vmtwin.report import figures
@@ -113,39 +113,6 @@ def scale_runs(tmp_path_factory):
     return out
 
 
-class _Table(HTMLParser):
-    """Rows of the table with ``id``: a list of cell texts per row."""
-
-    def __init__(self, table_id):
-        super().__init__()
-        self.id, self.rows, self._in, self._cell = table_id, [], False, None
-
-    def handle_starttag(self, tag, attrs):
-        if tag == "table" and ("id", self.id) in attrs:
-            self._in = True
-        elif self._in and tag == "tr":
-            self.rows.append([])
-        elif self._in and tag == "td":
-            self._cell = ""
-
-    def handle_endtag(self, tag):
-        if tag == "table":
-            self._in = False
-        elif tag == "td" and self._cell is not None:
-            self.rows[-1].append(self._cell)
-            self._cell = None
-
-    def handle_data(self, data):
-        if self._cell is not None:
-            self._cell += data
-
-
-def _rows(page: str, table_id: str) -> list[list[str]]:
-    parser = _Table(table_id)
-    parser.feed(page)
-    return [r for r in parser.rows if r]
-
-
 def _top_by_ready(vm: pd.DataFrame, n: int) -> list[str]:
     means = vm.groupby("vm")["%RDY"].mean()
     first_id = vm.groupby("vm")["vm_id"].min()
@@ -216,7 +183,7 @@ def test_per_vcpu_ready_guides_and_bands(scale_runs, n):
 def test_pool_table_sums_its_vms(scale_runs, n):
     res = Results(scale_runs[n])
     vm = res.vm
-    rows = {r[0].strip(): r for r in _rows((scale_runs[n] / "report.html").read_text(encoding="utf-8"), "pool-tree")}
+    rows = {r[0].strip(): r for r in table_rows((scale_runs[n] / "report.html").read_text(encoding="utf-8"), "pool-tree")}
     assert list(rows) == ["(host)", "prod", "prod-db", "test", "ci"]
     prefix = vm["vm"].str.replace(r"-\d+$", "", regex=True)
     for pool, prefixes in POOL_PREFIXES.items():
