@@ -154,7 +154,7 @@ pub fn next_block_in(progress_ns: &[Time], running: &[bool], progressing: &[bool
     Some((slowest_still + threshold_ns + 1).saturating_sub(leader))
 }
 
-/// One multi-vCPU VM's co-scheduling state in the engine (`relaxed-4x`).
+/// One VM in the engine: its vCPUs, and its co-scheduling state (`relaxed-4x`, multi-vCPU VMs).
 #[derive(Debug, Clone, Default)]
 pub struct Siblings {
     /// its vCPUs are `first .. first + n`

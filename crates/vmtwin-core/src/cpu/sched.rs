@@ -174,7 +174,8 @@ pub struct Vcpu {
     /// its VM is co-scheduled (`cosched.rs`); kept per vCPU, beside the state the hot paths
     /// already read, like `limited`
     cosched: bool,
-    /// some limiter binds its VM (a copy of the scheduler's per-VM `limited`)
+    /// some limiter in its VM's chain has a bucket: the hot paths skip the chain otherwise
+    /// (active weights are then not kept, and are counted in when a limit is set)
     limited: bool,
 }
 
@@ -274,9 +275,6 @@ pub struct CpuSched {
     pub limiters: Vec<Limiter>,
     /// per VM, the limiters that bind it: its own, then its pools' from the nearest up
     chains: Vec<Vec<u32>>,
-    /// per VM: some limiter in its chain has a bucket (the hot paths skip the chain otherwise;
-    /// active weights are then not kept, and are counted in when a limit is set)
-    limited: Vec<bool>,
     /// decision counters
     pub stats: SchedStats,
     pcpus: Vec<Pcpu>,
@@ -291,7 +289,7 @@ pub struct CpuSched {
     held_count: usize,
     seq: u64,
     core_mhz: u64,
-    /// per VM: its co-scheduling state (meaningful where `cosched_on`)
+    /// per VM: its vCPUs, and its co-scheduling state (used where its vCPUs are `cosched`)
     gangs: Vec<Siblings>,
     /// bit set of VMs whose siblings' progress changed, to look at before the scheduler returns
     /// (`settle_cosched`), and whether any bit is set
@@ -349,7 +347,6 @@ impl CpuSched {
             vcpus,
             limiters: vec![Limiter::default(); vcpus_per_vm.len()],
             chains: (0..vcpus_per_vm.len() as u32).map(|vm| vec![vm]).collect(),
-            limited: vec![false; vcpus_per_vm.len()],
             stats: SchedStats::default(),
             pcpus: vec![Pcpu { running: NONE, run_guard: f64::NEG_INFINITY, ..Pcpu::default() }; n],
             queues: QueueSet::new(n),
@@ -476,8 +473,7 @@ impl CpuSched {
     /// Set (or clear) the CPU limit of the VM `vm`, whose vCPUs are `vcpus`.
     pub fn set_limit(&mut self, vm: u32, vcpus: std::ops::Range<u32>, limit_mhz: Option<u64>, now: Time, q: &mut EventQueue) {
         // a VM below a limited pool is always tracked; only its own limiter's weight can be new
-        self.limited[vm as usize] = limit_mhz.is_some() || self.chains[vm as usize].len() > 1;
-        let limited = self.limited[vm as usize];
+        let limited = limit_mhz.is_some() || self.chains[vm as usize].len() > 1;
         for vc in &mut self.vcpus[vcpus.start as usize..vcpus.end as usize] {
             vc.limited = limited;
         }
@@ -539,10 +535,10 @@ impl CpuSched {
         self.limiters.push(Limiter { bucket: Some(bucket), ..Limiter::default() });
         for &vm in vms {
             self.chains[vm as usize].push(id);
-            self.limited[vm as usize] = true;
-        }
-        for vc in &mut self.vcpus {
-            vc.limited = self.limited[vc.vm as usize];
+            let g = &self.gangs[vm as usize];
+            for vc in &mut self.vcpus[g.first as usize..(g.first + g.n) as usize] {
+                vc.limited = true;
+            }
         }
         id
     }
@@ -570,11 +566,10 @@ impl CpuSched {
 
     /// [`Self::place`], with preemption allowed or not.
     fn place_with(&mut self, v: u32, now: Time, q: &mut EventQueue, may_preempt: bool) {
-        let vm = self.vcpus[v as usize].vm;
         if self.costop_if_blocked(v, now) {
             return;
         }
-        if let Some(l) = self.throttled(vm, now) {
+        if let Some(l) = self.throttled(v, now) {
             self.hold(v, l, now, q);
             return;
         }
@@ -606,7 +601,7 @@ impl CpuSched {
         // the victim's slice timer is re-armed by start() below, not cancelled
         let r = self.stop(victim, now);
         self.set_state(r, now, VcpuState::Ready);
-        if let Some(l) = self.throttled(self.vcpus[r as usize].vm, now) {
+        if let Some(l) = self.throttled(r, now) {
             self.hold(r, l, now, q);
         } else {
             self.enqueue(victim, r);
@@ -692,7 +687,7 @@ impl CpuSched {
             if self.costop_if_blocked(v, now) {
                 continue;
             }
-            if let Some(l) = self.throttled(self.vcpus[v as usize].vm, now) {
+            if let Some(l) = self.throttled(v, now) {
                 self.hold(v, l, now, q);
                 continue;
             }
@@ -875,7 +870,7 @@ impl CpuSched {
             self.dispatch(p, now, q);
             return;
         }
-        if let Some(l) = self.throttled(self.vcpus[v as usize].vm, now) {
+        if let Some(l) = self.throttled(v, now) {
             self.set_state(v, now, VcpuState::Ready);
             self.hold(v, l, now, q);
             self.dispatch(p, now, q);
@@ -1050,13 +1045,14 @@ impl CpuSched {
         }
     }
 
-    /// The first limiter binding `vm` whose bucket is empty, if any.
+    /// The first limiter binding vCPU `v`'s VM whose bucket is empty, if any.
     #[inline]
-    fn throttled(&mut self, vm: u32, now: Time) -> Option<u32> {
-        if !self.limited[vm as usize] {
+    fn throttled(&mut self, v: u32, now: Time) -> Option<u32> {
+        let vc = &self.vcpus[v as usize];
+        if !vc.limited {
             return None;
         }
-        for &l in &self.chains[vm as usize] {
+        for &l in &self.chains[vc.vm as usize] {
             let s = &mut self.limiters[l as usize];
             if let Some(b) = &mut s.bucket {
                 if s.refill_pending {
@@ -1172,7 +1168,7 @@ impl CpuSched {
             if RUNNABLE[vc.state as usize] {
                 self.clock.join(vc.weight, vc.key);
             }
-            if self.limited[vc.vm as usize] && ACTIVE[vc.state as usize] {
+            if vc.limited && ACTIVE[vc.state as usize] {
                 for &l in &self.chains[vc.vm as usize] {
                     self.limiters[l as usize].active_alloc += vc.bucket_part();
                     self.limiters[l as usize].active_n += 1;
