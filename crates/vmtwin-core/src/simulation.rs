@@ -305,8 +305,8 @@ impl Simulation {
         let now = self.now;
         let (first, n, limit) = (v.first_vcpu, v.vcpus, v.limit_mhz);
         self.vms[vm as usize].powered_on_at = Some(now);
-        self.sched.power_on(first..first + n, now);
-        self.sched.set_limit(vm, first..first + n, limit, now, &mut self.queue);
+        self.sched.power_on(vm, now);
+        self.sched.set_limit(vm, limit, now, &mut self.queue);
         for k in first..first + n {
             let next = self.vms[vm as usize].workload.at_power_on(&mut self.guests[k as usize]);
             self.follow(k, next);
@@ -334,8 +334,7 @@ impl Simulation {
         if limit != v.limit_mhz {
             m.limit_mhz = limit;
             if v.powered_on_at.is_some() {
-                let first = v.first_vcpu;
-                self.sched.set_limit(vm, first..first + v.vcpus, limit, self.now, &mut self.queue);
+                self.sched.set_limit(vm, limit, self.now, &mut self.queue);
             }
         }
         self.recompute_entitlements();

@@ -457,10 +457,11 @@ impl CpuSched {
         }
     }
 
-    /// Power on `vcpus` (one VM's): they start halted (WAIT_IDLE), at the fair clock.
-    pub fn power_on(&mut self, vcpus: std::ops::Range<u32>, now: Time) {
+    /// Power on VM `vm`'s vCPUs: they start halted (WAIT_IDLE), at the fair clock.
+    pub fn power_on(&mut self, vm: u32, now: Time) {
         let clock = self.clock.value(now);
-        for vc in &mut self.vcpus[vcpus.start as usize..vcpus.end as usize] {
+        let vcpus = self.vcpus_of(vm);
+        for vc in &mut self.vcpus[vcpus] {
             vc.time_ns[VcpuState::Off as usize] += now - vc.since;
             vc.since = now;
             vc.state = VcpuState::Idle;
@@ -470,14 +471,15 @@ impl CpuSched {
         }
     }
 
-    /// Set (or clear) the CPU limit of the VM `vm`, whose vCPUs are `vcpus`.
-    pub fn set_limit(&mut self, vm: u32, vcpus: std::ops::Range<u32>, limit_mhz: Option<u64>, now: Time, q: &mut EventQueue) {
+    /// Set (or clear) the CPU limit of the VM `vm`.
+    pub fn set_limit(&mut self, vm: u32, limit_mhz: Option<u64>, now: Time, q: &mut EventQueue) {
         // a VM below a limited pool is always tracked; only its own limiter's weight can be new
         let limited = limit_mhz.is_some() || self.chains[vm as usize].len() > 1;
-        for vc in &mut self.vcpus[vcpus.start as usize..vcpus.end as usize] {
+        let vcpus = self.vcpus_of(vm);
+        for vc in &mut self.vcpus[vcpus.clone()] {
             vc.limited = limited;
         }
-        let active = self.vcpus[vcpus.start as usize..vcpus.end as usize].iter().filter(|c| limited && ACTIVE[c.state as usize]);
+        let active = self.vcpus[vcpus].iter().filter(|c| limited && ACTIVE[c.state as usize]);
         let (a, n) = active.fold((0.0, 0), |(a, n), c| (a + c.bucket_part(), n + 1));
         let s = &mut self.limiters[vm as usize];
         s.active_alloc = a;
@@ -535,8 +537,8 @@ impl CpuSched {
         self.limiters.push(Limiter { bucket: Some(bucket), ..Limiter::default() });
         for &vm in vms {
             self.chains[vm as usize].push(id);
-            let g = &self.gangs[vm as usize];
-            for vc in &mut self.vcpus[g.first as usize..(g.first + g.n) as usize] {
+            let vcpus = self.vcpus_of(vm);
+            for vc in &mut self.vcpus[vcpus] {
                 vc.limited = true;
             }
         }
@@ -924,10 +926,16 @@ impl CpuSched {
         None
     }
 
+    /// Indices of VM `vm`'s vCPUs in `vcpus`.
+    #[inline]
+    fn vcpus_of(&self, vm: u32) -> std::ops::Range<usize> {
+        let g = &self.gangs[vm as usize];
+        g.first as usize..(g.first + g.n) as usize
+    }
+
     /// Fill `scratch` with VM `vm`'s siblings' progress, progressing and running flags at `now`.
     fn look_at_siblings(&mut self, vm: u32, now: Time) {
-        let g = &self.gangs[vm as usize];
-        let sibs = &self.vcpus[g.first as usize..(g.first + g.n) as usize];
+        let sibs = &self.vcpus[self.vcpus_of(vm)];
         let (p, m, r) = &mut self.scratch;
         p.clear();
         m.clear();
