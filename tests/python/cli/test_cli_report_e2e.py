@@ -12,6 +12,7 @@ import re
 import pyarrow.parquet as pq
 import pytest
 from cli_helpers import REPO, needs_shared_data, run_vmtwin
+from html_table import table_rows
 
 from vmtwin.report.html import FIGURE_IDS
 
@@ -27,7 +28,6 @@ def _load_report_tests():
 _report_tests = _load_report_tests()
 _browser = _report_tests._browser
 _run_browser = _report_tests._run
-_Cells = _report_tests._Cells
 
 QUICKSTART = REPO / "scenarios" / "quickstart.yaml"
 # build01 powers on at 1min, the end of the shortened run: it never runs and has no rows
@@ -51,9 +51,7 @@ def test_report_of_real_results(quickstart_report):
     page = quickstart_report.read_text(encoding="utf-8")
     assert "<title>vmtwin report: quickstart</title>" in page
     assert re.findall(r'<div class="figure" id="(fig-[a-z0-9-]+)">', page) == FIGURE_IDS
-    parser = _Cells()
-    parser.feed(page)
-    rows = [r for r in parser.rows if r]
+    rows = table_rows(page, "vm-summary")
     assert [r[0] for r in rows] == QUICKSTART_VMS
     # the summary agrees with the run's own tables
     vm = pq.read_table(quickstart_report.parent / "vm.parquet").to_pandas()

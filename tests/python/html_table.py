@@ -1,4 +1,6 @@
-"""The cell texts of one HTML table of a report page, found by its ``id`` (shared by the report tests)."""
+"""The cell texts of one HTML table of a report page, found by its ``id`` (shared by the report and
+CLI tests; it sits beside the suite-wide conftest, whose folder is on the import path).
+"""
 
 from __future__ import annotations
 
