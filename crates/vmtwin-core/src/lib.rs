@@ -11,6 +11,7 @@
 //! known gaps.
 
 pub mod cpu;
+pub mod fluid;
 mod error;
 pub mod guest;
 pub mod hw;

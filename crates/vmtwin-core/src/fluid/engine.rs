@@ -1,0 +1,539 @@
+//! The fluid host: its VMs, the piece-by-piece advance and the sampled tables (see `mod.rs`).
+
+use super::split::{split, Loop};
+use crate::cpu::{Pool, PoolTree, SchedStats, VcpuState, VmClaim, ROOT_POOL, STATES};
+use crate::guest::Workload;
+use crate::hw::Topology;
+use crate::metrics::{Cells, Sampler, Table};
+use crate::sim::{Time, NS_PER_S};
+use crate::spec::{Arrivals, SimSpec, WorkloadSpec};
+use crate::{invalid, VmtwinError, VmtwinResult};
+
+/// Upper bound on vCPUs per VM, as in the event mode (vSphere 8's maximum).
+const MAX_VCPUS_PER_VM: u32 = 768;
+
+const RUN: usize = VcpuState::Run as usize;
+const READY: usize = VcpuState::Ready as usize;
+const MLMTD: usize = VcpuState::Mlmtd as usize;
+const WAIT: usize = VcpuState::Wait as usize;
+const IDLE: usize = VcpuState::Idle as usize;
+const COSTOP: usize = VcpuState::Costop as usize;
+
+/// A VM's configuration and its fluid state. Its vCPUs are alike, so one vCPU's counters stand
+/// for each of them.
+#[derive(Debug, Clone)]
+struct Vm {
+    name: String,
+    pool: u32,
+    vcpus: u32,
+    shares: u32,
+    reservation_mhz: u64,
+    limit_mhz: Option<u64>,
+    powered_on_at: Option<Time>,
+    workload: Workload,
+    arrivals: Loop,
+    /// cumulative ns of one vCPU in each state
+    time_ns: [u64; STATES],
+    /// the same at the previous sample
+    prev_ns: [u64; STATES],
+    /// open loop: work of one vCPU that arrived and was not served yet, ns
+    backlog_ns: f64,
+    entitlement_mhz: f64,
+    demand_est_mhz: f64,
+}
+
+/// A host simulated in fluid mode: the event mode's control API and tables, without events.
+#[derive(Debug)]
+pub struct FluidSim {
+    spec: SimSpec,
+    core_mhz: f64,
+    capacity_mhz: f64,
+    pcpus: u32,
+    pools: PoolTree,
+    vms: Vec<Vm>,
+    /// scheduled power-ons not done yet: (time, vm), latest first
+    pending: Vec<(Time, u32)>,
+    now: Time,
+    next_sample: Time,
+    last_sample: Time,
+    pieces: u64,
+    log: Vec<(Time, String)>,
+    host: Table,
+    vm_table: Table,
+    vcpu_table: Table,
+    pcpu_table: Table,
+}
+
+impl FluidSim {
+    /// Build a fluid host from a spec and power on the VMs due at time zero (admission
+    /// control may refuse the whole scenario there, as in the event mode).
+    ///
+    /// # Examples
+    /// ```
+    /// use vmtwin_core::{fluid::FluidSim, spec::SimSpec};
+    /// let spec = SimSpec::from_json(r#"{
+    ///   "seed": 1, "duration_ns": 4000000000, "sample_interval_ns": 2000000000,
+    ///   "host": {"name": "h", "sockets": 1, "numa_nodes_per_socket": 1, "llcs_per_node": 1,
+    ///            "cores_per_llc": 1, "threads_per_core": 1, "core_mhz": 2000, "memory_bytes": 0},
+    ///   "vms": [
+    ///     {"name": "a", "pool": null, "vcpus": 1, "memory_bytes": 0, "shares": 3000,
+    ///      "reservation_mhz": 0, "limit_mhz": null,
+    ///      "workload": {"kind": "cpu_bound", "duty": 1.0, "burst_ns": 10000000, "burst_dist": "fixed"}},
+    ///     {"name": "b", "pool": null, "vcpus": 1, "memory_bytes": 0, "shares": 1000,
+    ///      "reservation_mhz": 0, "limit_mhz": null,
+    ///      "workload": {"kind": "cpu_bound", "duty": 1.0, "burst_ns": 10000000, "burst_dist": "fixed"}}
+    ///   ]}"#).unwrap();
+    /// let mut sim = FluidSim::new(spec).unwrap();
+    /// sim.run().unwrap();
+    /// assert_eq!(sim.vm_counters(0)[5], 3_000_000_000); // used ns: 3/4 of 4 s
+    /// assert_eq!(sim.vm_counters(1)[1], 3_000_000_000); // ready ns
+    /// ```
+    pub fn new(spec: SimSpec) -> VmtwinResult<Self> {
+        Self::new_interruptible(spec, &mut || true)
+    }
+
+    /// [`FluidSim::new`], asking `keep_going()` every 16 admissions whether to go on.
+    pub fn new_interruptible(spec: SimSpec, keep_going: &mut dyn FnMut() -> bool) -> VmtwinResult<Self> {
+        spec.cpu_sched.validate()?;
+        if spec.sample_interval_ns == 0 {
+            invalid!("sample_interval", spec.sample_interval_ns, "a duration > 0");
+        }
+        let topo = Topology::new(&spec.host)?;
+        let pools = pool_tree(&spec, topo.capacity_mhz())?;
+        let mut vms = Vec::with_capacity(spec.vms.len());
+        let mut names = std::collections::HashSet::new();
+        for (i, v) in spec.vms.iter().enumerate() {
+            let path = format!("vms[{i}]");
+            if !names.insert(v.name.as_str()) {
+                invalid!(format!("{path}.name"), v.name, "a name not used by another VM");
+            }
+            let max_vcpus = MAX_VCPUS_PER_VM.min(topo.len() as u32);
+            if v.vcpus == 0 || v.vcpus > max_vcpus {
+                invalid!(format!("{path}.vcpus"), v.vcpus, format!("an integer from 1 to {max_vcpus} (the host's logical CPUs)"));
+            }
+            let pool = match &v.pool {
+                None => ROOT_POOL,
+                Some(name) => match pools.find(name) {
+                    Some(id) => id,
+                    None => invalid!(format!("{path}.pool"), name, "the name of a resource pool"),
+                },
+            };
+            check_vm_cpu(&path, v.vcpus, topo.core_mhz, v.shares, v.reservation_mhz, v.limit_mhz)?;
+            let arrivals = match v.workload {
+                WorkloadSpec::CpuBound { arrivals: Arrivals::Open, .. } => Loop::Open,
+                _ => Loop::Closed,
+            };
+            vms.push(Vm {
+                name: v.name.clone(),
+                pool,
+                vcpus: v.vcpus,
+                shares: v.shares,
+                reservation_mhz: v.reservation_mhz,
+                limit_mhz: v.limit_mhz,
+                powered_on_at: None,
+                workload: Workload::from_spec(&v.workload, &format!("{path}.workload"))?,
+                arrivals,
+                time_ns: [0; STATES],
+                prev_ns: [0; STATES],
+                backlog_ns: 0.0,
+                entitlement_mhz: 0.0,
+                demand_est_mhz: 0.0,
+            });
+        }
+        let mut pools = pools;
+        for (i, vm) in vms.iter().enumerate() {
+            pools.pools[vm.pool as usize].vms.push(i as u32);
+        }
+        let vcpus: usize = vms.iter().map(|v| v.vcpus as usize).sum();
+        let schema = Sampler::new(vcpus, topo.len());
+        let mut pending: Vec<(Time, u32)> = spec.vms.iter().enumerate().filter(|(_, v)| v.power_on_ns > 0).map(|(i, v)| (v.power_on_ns, i as u32)).collect();
+        pending.sort_unstable_by(|a, b| b.cmp(a));
+        let mut sim = FluidSim {
+            core_mhz: topo.core_mhz as f64,
+            capacity_mhz: topo.capacity_mhz() as f64,
+            pcpus: topo.len() as u32,
+            pools,
+            vms,
+            pending,
+            now: 0,
+            next_sample: spec.sample_interval_ns,
+            last_sample: 0,
+            pieces: 0,
+            log: Vec::new(),
+            host: schema.host,
+            vm_table: schema.vm,
+            vcpu_table: schema.vcpu,
+            pcpu_table: schema.pcpu,
+            spec,
+        };
+        for vm in 0..sim.vms.len() {
+            if vm % 16 == 0 && !keep_going() {
+                return Err(VmtwinError::Simulation(format!("interrupted while powering on VMs ({vm} of {})", sim.vms.len())));
+            }
+            if sim.spec.vms[vm].power_on_ns == 0 {
+                sim.admit(vm as u32)?;
+            }
+        }
+        Ok(sim)
+    }
+
+    /// The spec this simulation was built from.
+    pub fn spec(&self) -> &SimSpec {
+        &self.spec
+    }
+
+    /// Current simulated time.
+    pub fn now(&self) -> Time {
+        self.now
+    }
+
+    /// Pieces advanced so far (the fluid mode's counterpart of the event count).
+    pub fn event_count(&self) -> u64 {
+        self.pieces
+    }
+
+    /// Scheduler decision counters: all zero, there are no dispatches in fluid mode.
+    pub fn sched_stats(&self) -> SchedStats {
+        SchedStats::default()
+    }
+
+    /// VM names, by VM index.
+    pub fn vm_names(&self) -> Vec<String> {
+        self.vms.iter().map(|v| v.name.clone()).collect()
+    }
+
+    /// Index of a VM by name.
+    pub fn vm_index(&self, name: &str) -> VmtwinResult<u32> {
+        self.vms
+            .iter()
+            .position(|v| v.name == name)
+            .map(|i| i as u32)
+            .ok_or_else(|| VmtwinError::Simulation(format!("no VM named '{name}'")))
+    }
+
+    /// Cumulative state times of a VM summed over its vCPUs, up to now:
+    /// `[run, ready, mlmtd, wait, idle, used]` ns, as the event mode's `vm_counters`.
+    pub fn vm_counters(&self, vm: u32) -> [u64; 6] {
+        let v = &self.vms[vm as usize];
+        let n = v.vcpus as u64;
+        let t = &v.time_ns;
+        [t[RUN] * n, t[READY] * n, t[MLMTD] * n, t[WAIT] * n, t[IDLE] * n, t[RUN] * n]
+    }
+
+    /// Notable happenings (refused power-ons), with their times.
+    pub fn log(&self) -> &[(Time, String)] {
+        &self.log
+    }
+
+    /// The sampled tables: `host`, `vm`, `vcpu`, `pcpu`.
+    pub fn tables(&self) -> [(&'static str, &Table); 4] {
+        [("host", &self.host), ("vm", &self.vm_table), ("vcpu", &self.vcpu_table), ("pcpu", &self.pcpu_table)]
+    }
+
+    /// Move the rows sampled since the last drain out: `host`, `vm`, `vcpu`, `pcpu`.
+    pub fn drain_tables(&mut self) -> [(&'static str, Table); 4] {
+        [
+            ("host", self.host.take()),
+            ("vm", self.vm_table.take()),
+            ("vcpu", self.vcpu_table.take()),
+            ("pcpu", self.pcpu_table.take()),
+        ]
+    }
+
+    /// Power on VM `vm` now; admission control may refuse its reservation.
+    pub fn power_on(&mut self, vm: u32) -> VmtwinResult<()> {
+        self.admit(vm)
+    }
+
+    fn admit(&mut self, vm: u32) -> VmtwinResult<()> {
+        let v = &self.vms[vm as usize];
+        if v.powered_on_at.is_some() {
+            return Err(VmtwinError::Simulation(format!("VM '{}' is already powered on", v.name)));
+        }
+        self.pools.reserve(v.pool, v.reservation_mhz, &v.name)?;
+        self.vms[vm as usize].powered_on_at = Some(self.now);
+        Ok(())
+    }
+
+    /// Change a VM's shares, reservation or limit (`Some(None)` removes the limit); in force
+    /// from now on.
+    pub fn set_vm_cpu(&mut self, vm: u32, shares: Option<u32>, reservation_mhz: Option<u64>, limit_mhz: Option<Option<u64>>) -> VmtwinResult<()> {
+        let v = &self.vms[vm as usize];
+        let shares = shares.unwrap_or(v.shares);
+        let reservation = reservation_mhz.unwrap_or(v.reservation_mhz);
+        let limit = limit_mhz.unwrap_or(v.limit_mhz);
+        check_vm_cpu(&v.name, v.vcpus, self.core_mhz as u64, shares, reservation, limit)?;
+        if v.powered_on_at.is_some() && reservation != v.reservation_mhz {
+            let (pool, old, name) = (v.pool, v.reservation_mhz, v.name.clone());
+            self.pools.release(pool, old);
+            if let Err(e) = self.pools.reserve(pool, reservation, &name) {
+                self.pools.reserve(pool, old, &name).expect("old reservation fits again");
+                return Err(e);
+            }
+        }
+        let m = &mut self.vms[vm as usize];
+        m.shares = shares;
+        m.reservation_mhz = reservation;
+        m.limit_mhz = limit;
+        Ok(())
+    }
+
+    /// Advance to `until` (samples due at `until` included), at most `max_pieces` pieces;
+    /// `progress(now)` after every sample, false stops early. True when `until` was reached.
+    pub fn run_until_bounded(&mut self, until: Time, max_pieces: u64, progress: &mut dyn FnMut(Time) -> bool) -> VmtwinResult<bool> {
+        if until < self.now {
+            return Err(VmtwinError::Simulation(format!("cannot run back to {until} ns: the clock is at {} ns", self.now)));
+        }
+        let mut left = max_pieces;
+        loop {
+            let due_on = self.pending.last().map(|&(t, _)| t);
+            let next = due_on.unwrap_or(Time::MAX).min(self.next_sample).min(until);
+            if next > self.now {
+                if left == 0 {
+                    return Ok(false);
+                }
+                left -= 1;
+                self.advance(next);
+            }
+            while let Some(&(t, vm)) = self.pending.last() {
+                if t > self.now {
+                    break;
+                }
+                self.pending.pop();
+                if let Err(e) = self.admit(vm) {
+                    self.log.push((t, e.to_string()));
+                }
+            }
+            if self.next_sample == self.now {
+                self.sample();
+                self.next_sample += self.spec.sample_interval_ns;
+                if !progress(self.now) {
+                    return Ok(false);
+                }
+            }
+            if self.now == until {
+                return Ok(true);
+            }
+        }
+    }
+
+    /// Run every piece up to `until`.
+    pub fn run_until(&mut self, until: Time, progress: &mut dyn FnMut(Time) -> bool) -> VmtwinResult<()> {
+        self.run_until_bounded(until, u64::MAX, progress).map(|_| ())
+    }
+
+    /// Run to the spec's duration.
+    pub fn run(&mut self) -> VmtwinResult<()> {
+        self.run_until(self.spec.duration_ns, &mut |_| true)
+    }
+
+    /// One piece, from now to `to`: demands, one water-fill, the states' times.
+    fn advance(&mut self, to: Time) {
+        let (from, len) = (self.now, to - self.now);
+        let span = len as f64;
+        let core = self.core_mhz;
+        // per VM: demand of one vCPU over the piece, a fraction of a pCPU
+        let demand: Vec<f64> = self
+            .vms
+            .iter()
+            .map(|v| match v.powered_on_at {
+                None => 0.0,
+                Some(on) => {
+                    let d = v.workload.demand(from - on, to - on);
+                    (d + v.backlog_ns / span).min(1.0)
+                }
+            })
+            .collect();
+        let claims: Vec<VmClaim> = self
+            .vms
+            .iter()
+            .zip(&demand)
+            .map(|(v, &d)| {
+                let cap = v.vcpus as f64 * core;
+                VmClaim {
+                    shares: v.shares,
+                    reservation_mhz: v.reservation_mhz,
+                    max_mhz: v.limit_mhz.map_or(cap, |l| cap.min(l as f64)),
+                    cap_mhz: cap,
+                    demand_mhz: d * cap,
+                    powered_on: v.powered_on_at.is_some(),
+                }
+            })
+            .collect();
+        let ent = self.pools.entitlements(&claims, self.capacity_mhz);
+        for ((v, e), (&d, c)) in self.vms.iter_mut().zip(&ent).zip(demand.iter().zip(&claims)) {
+            v.entitlement_mhz = e.mhz;
+            v.demand_est_mhz = c.demand_mhz;
+            let Some(on) = v.powered_on_at else { continue };
+            let u = (e.mhz / c.cap_mhz).min(d);
+            let short = e.mhz < c.demand_mhz * (1.0 - 1e-12);
+            let own_limit = v.limit_mhz.is_some_and(|l| e.mhz >= l as f64 * (1.0 - 1e-9));
+            let limited = short && (own_limit || e.share_limit_mhz.is_some());
+            if v.arrivals == Loop::Open {
+                let offered = v.workload.demand(from - on, to - on) * span + v.backlog_ns;
+                v.backlog_ns = (offered - u * span).max(0.0);
+            }
+            let f = split(d, u, v.arrivals, limited);
+            let run = ns(f.run * span).min(len);
+            let ready = ns(f.ready * span).min(len - run);
+            let mlmtd = ns(f.mlmtd * span).min(len - run - ready);
+            v.time_ns[RUN] += run;
+            v.time_ns[READY] += ready;
+            v.time_ns[MLMTD] += mlmtd;
+            v.time_ns[IDLE] += len - run - ready - mlmtd;
+        }
+        self.now = to;
+        self.pieces += 1;
+    }
+
+    /// Append one interval's rows, as the event mode's sampler does (`metrics/sampler.rs`).
+    fn sample(&mut self) {
+        let now = self.now;
+        let t = now as f64 / NS_PER_S as f64;
+        let interval = (now - self.last_sample) as f64;
+        let core = self.core_mhz;
+        let (mut run_total, mut ready_total, mut on) = (0u64, 0u64, 0u32);
+        for (id, v) in self.vms.iter_mut().enumerate() {
+            let d: [u64; STATES] = std::array::from_fn(|s| v.time_ns[s] - v.prev_ns[s]);
+            v.prev_ns = v.time_ns;
+            let Some(on_at) = v.powered_on_at else { continue };
+            let span = (now - on_at.max(self.last_sample)) as f64;
+            if span <= 0.0 {
+                continue;
+            }
+            on += 1;
+            let n = v.vcpus as u64;
+            for k in 0..v.vcpus {
+                vcpu_row(&mut self.vcpu_table.row(), t, id as u32, k, &d, span);
+            }
+            let sum: [u64; STATES] = std::array::from_fn(|s| d[s] * n);
+            run_total += sum[RUN];
+            ready_total += sum[READY] + sum[MLMTD];
+            let since = self.last_sample.max(on_at);
+            let demand_mhz = v.workload.demand(since - on_at, now - on_at) * v.vcpus as f64 * core;
+            let mut c = self.vm_table.row();
+            c.f64("time_s", t);
+            c.u32("vm_id", id as u32);
+            c.u32("vcpus", v.vcpus);
+            pct_cells(&mut c, &sum, span);
+            c.f64("used_mhz", sum[RUN] as f64 / span * core);
+            c.f64("entitlement_mhz", v.entitlement_mhz);
+            c.f64("demand_mhz", demand_mhz);
+            c.f64("demand_est_mhz", v.demand_est_mhz);
+            c.u32("shares", v.shares);
+            c.f64("reservation_mhz", v.reservation_mhz as f64);
+            c.f64("limit_mhz", v.limit_mhz.map_or(f64::NAN, |l| l as f64));
+        }
+        let p = self.pcpus as f64;
+        let util = 100.0 * run_total as f64 / (interval * p);
+        let mut c = self.host.row();
+        c.f64("time_s", t);
+        c.u32("pcpus", self.pcpus);
+        c.f64("capacity_mhz", p * core);
+        c.f64("used_mhz", run_total as f64 / interval * core);
+        c.f64("%PCPU_UTIL", util);
+        c.f64("%PCPU_USED", util);
+        c.f64("ready_vcpus", ready_total as f64 / interval);
+        c.u32("powered_on_vms", on);
+        drop(c);
+        for pc in 0..self.pcpus {
+            let mut c = self.pcpu_table.row();
+            c.f64("time_s", t);
+            c.u32("pcpu", pc);
+            c.f64("%PCPU_UTIL", util);
+            c.f64("%PCPU_USED", util);
+        }
+        self.last_sample = now;
+    }
+}
+
+/// The esxtop percentages of state deltas `d` over `span` ns, in the sampler's column order.
+fn pct_cells(c: &mut impl Cells, d: &[u64; STATES], span: f64) {
+    let p = |ns: u64| 100.0 * ns as f64 / span;
+    c.f64("%USED", p(d[RUN]));
+    c.f64("%RUN", p(d[RUN]));
+    c.f64("%RDY", p(d[READY] + d[MLMTD]));
+    c.f64("%MLMTD", p(d[MLMTD]));
+    c.f64("%WAIT", p(d[WAIT] + d[IDLE]));
+    c.f64("%VMWAIT", p(d[WAIT]));
+    c.f64("%IDLE", p(d[IDLE]));
+    c.f64("%CSTP", p(d[COSTOP]));
+}
+
+fn vcpu_row(c: &mut impl Cells, t: f64, vm: u32, idx: u32, d: &[u64; STATES], span: f64) {
+    c.f64("time_s", t);
+    c.u32("vm_id", vm);
+    c.u32("vcpu", idx);
+    pct_cells(c, d, span);
+    c.u64("run_ns", d[RUN]);
+    c.u64("ready_ns", d[READY]);
+    c.u64("wait_ns", d[WAIT]);
+    c.u64("idle_ns", d[IDLE]);
+    c.u64("mlmtd_ns", d[MLMTD]);
+    c.u64("costop_ns", d[COSTOP]);
+    c.u64("used_ns", d[RUN]);
+}
+
+/// Non-negative fractional ns rounded to the nearest integer.
+fn ns(x: f64) -> Time {
+    crate::sim::ns(x.max(0.0))
+}
+
+/// The resource-pool tree of a spec, reservations admitted (the event mode builds the same).
+fn pool_tree(spec: &SimSpec, capacity_mhz: u64) -> VmtwinResult<PoolTree> {
+    let mut pools = PoolTree::new(capacity_mhz);
+    for (i, p) in spec.pools.iter().enumerate() {
+        let path = format!("resource_pools[{i}]");
+        if pools.find(&p.name).is_some() {
+            invalid!(format!("{path}.name"), p.name, "a name not used by another pool (or 'host')");
+        }
+        if p.shares == 0 {
+            invalid!(format!("{path}.cpu.shares"), p.shares, "an integer >= 1");
+        }
+        if let Some(l) = p.limit_mhz {
+            if l < p.reservation_mhz {
+                invalid!(format!("{path}.cpu.limit"), format!("{l} MHz"), format!("a limit >= the reservation ({} MHz)", p.reservation_mhz));
+            }
+        }
+        let parent = match &p.parent {
+            None => ROOT_POOL,
+            Some(name) => match pools.find(name) {
+                Some(id) => id,
+                None => invalid!(format!("{path}.parent"), name, "the name of a pool defined above it"),
+            },
+        };
+        let pool = Pool {
+            name: p.name.clone(),
+            parent: None,
+            shares: p.shares,
+            reservation_mhz: p.reservation_mhz,
+            limit_mhz: p.limit_mhz,
+            expandable: p.expandable,
+            reserved_mhz: 0,
+            pools: vec![],
+            vms: vec![],
+        };
+        pools.add_pool(pool, parent)?;
+    }
+    Ok(pools)
+}
+
+/// The event mode's checks of a VM's CPU settings (`simulation.rs`), for the same messages.
+fn check_vm_cpu(path: &str, vcpus: u32, core_mhz: u64, shares: u32, reservation: u64, limit: Option<u64>) -> VmtwinResult<()> {
+    if shares == 0 {
+        invalid!(format!("{path}.cpu.shares"), shares, "an integer >= 1, or low/normal/high");
+    }
+    let max = vcpus as u64 * core_mhz;
+    if reservation > max {
+        invalid!(format!("{path}.cpu.reservation"), format!("{reservation} MHz"), format!("at most vcpus x core clock = {max} MHz"));
+    }
+    if let Some(l) = limit {
+        if l < reservation {
+            invalid!(format!("{path}.cpu.limit"), format!("{l} MHz"), format!("a limit >= the reservation ({reservation} MHz)"));
+        }
+        if l == 0 {
+            invalid!(format!("{path}.cpu.limit"), "0 MHz", "a limit > 0 MHz, or unlimited");
+        }
+    }
+    Ok(())
+}
