@@ -1,0 +1,352 @@
+//! The execution-speed model: what a vCPU's run time buys in instructions, and what its hardware
+//! counters would read.
+//!
+//! A vCPU that ran `t` ns on a pCPU clocked at `f` MHz spent `C = f t / 1000` unhalted cycles
+//! (every cycle is accounted for: conservation). Some cycles are stalls that retire nothing: the
+//! refill of its caches after a move to another pCPU, and the share of the core a busy
+//! hyperthread sibling takes. The rest, `P`, retire instructions at the workload's CPI.
+//!
+//! The workload does units of work (a transaction, a row, a business operation), each made of
+//! `I_L` instructions in three layers `L`: guest user, guest kernel and, when virtualized, the
+//! hypervisor (VMM + VMkernel). Each layer's cycles per instruction are
+//!
+//! ```text
+//!   CPI_L = cpi_core_L                                    (the pipeline, L1/L2 hits)
+//!         + walks_L/1000 x walk_cycles_L                   (TLB misses: 1D walk, or 2D under EPT)
+//!         + llc_refs_L/1000 x miss_ratio_L x miss_stall     (LLC misses to memory)
+//!   miss_ratio_L = base_L + (1 - base_L) x max(0, 1 - (llc_bytes / (1 + k)) / ws)
+//!   miss_stall   = llc_miss_stall_cycles x (1 + r (remote_latency_ratio - 1))
+//! ```
+//!
+//! with `k` the co-runners sharing the vCPU's LLC (each taking an equal part of it), `ws` the
+//! working set and `r` the share of memory accesses that go to a remote NUMA node. A unit costs
+//! `sum_L I_L CPI_L` cycles, so the vCPU did `P / sum_L I_L CPI_L` units, retired `units x I_L`
+//! instructions in each layer and spent `C x I_L CPI_L / sum_L I_L CPI_L` cycles there (stall
+//! cycles are spread over the layers like the work). With no penalties this is exactly
+//! `instructions = f t / CPI` with `CPI = sum I_L CPI_L / sum I_L`.
+//!
+//! The penalties, each a named mechanism:
+//!
+//! - **Cold caches after a move** (research/cpu.md A6.0, C18): a move within the LLC refills the
+//!   private L2 from the LLC (`min(ws, l2_bytes)/line_bytes` lines at `llc_refill_line_ns`); a move
+//!   to another LLC also refetches the working set that was cached (`min(ws, llc_bytes)`) from
+//!   memory at `mem_refill_bytes_per_ns`; a move to another node does that at remote speed
+//!   (`x remote_latency_ratio`). Refill cycles not paid within an interval carry over.
+//! - **LLC sharing** with co-runners: the capacity term of `miss_ratio` above.
+//! - **Remote NUMA memory**: the `r` term of `miss_stall`.
+//! - **A busy hyperthread sibling**: for the run time `h` with the sibling busy, the thread gets
+//!   `(1 + ht_core_gain)/2` of the core, the rest of those cycles stall.
+//! - **Nested-paging TLB misses**: a guest layer of a virtualized profile walks in two dimensions
+//!   (`walk.rs`), natively in one; the EPT part is counted on its own (`ept_walk_cycles`). The
+//!   hypervisor walks its own tables natively.
+//!
+//! # Tunables
+//! [`PerfParams`] (machine) and [`PerfProfile`] (per VM, per unit of work), in `params.rs`, with
+//! units, defaults and sources; the walk costs in `walk.rs`.
+//!
+//! # Counters
+//! Per vCPU per sample interval, the `vcpu_perf` table: `run_ns`, `work_units`, and for each of
+//! `instructions`, `cycles`, `llc_misses`, `tlb_misses` (DTLB walks), `walk_cycles` (page-walk
+//! cycles, EPT part included) and `ept_walk_cycles` the total and its `_user`, `_kernel` and
+//! `_hyp` parts; then `refill_cycles`, `ht_stall_cycles` and the facts read from the scheduler
+//! (`moves`, `llc_corunners`, `sibling_busy`, `remote_fraction`). Counts are expected values
+//! (fractional). Host-system counters see all three layers (the hypervisor in kernel mode), a
+//! guest-mode vPMC sees user and kernel only: the Python methodology builds each view.
+//!
+//! # Known gaps
+//! - The scheduler keeps no per-vCPU migrations, hyperthread-contended run time or NUMA home
+//!   yet: [`read_facts`] takes moves as 0 and remote accesses as 0, and estimates co-runners and
+//!   the sibling's busy share from the pCPUs' busy time over the interval (the vCPU's current
+//!   pCPU's LLC and core; co-running assumed independent of the vCPU's own run). When the
+//!   scheduler keeps those facts, `read_facts` is the one place that reads them.
+//! - Co-runners are assumed to have the same working set (equal LLC shares); memory bandwidth
+//!   contention is not modelled.
+//! - No PMU model: no multiplexing, no counter width, no vPMC save/restore.
+
+use super::params::{LayerProfile, PerfParams, PerfProfile};
+use crate::cpu::CpuSched;
+use crate::hw::Topology;
+use crate::metrics::{Cells, Table, Value};
+use crate::sim::{Time, NS_PER_S};
+
+/// The layers, in table order: guest user, guest kernel, hypervisor.
+pub const LAYERS: [&str; 3] = ["user", "kernel", "hyp"];
+
+/// What the scheduler knows about one vCPU over one interval.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct VcpuFacts {
+    /// ns on a pCPU
+    pub run_ns: u64,
+    /// moves to another core of the same LLC
+    pub moves_core: f64,
+    /// moves to another LLC of the same NUMA node
+    pub moves_llc: f64,
+    /// moves to another NUMA node
+    pub moves_node: f64,
+    /// run ns with the hyperthread sibling busy
+    pub ht_busy_ns: f64,
+    /// share of memory accesses to a remote node, 0..1
+    pub remote_fraction: f64,
+    /// other busy hardware threads sharing its LLC while it ran (average)
+    pub llc_corunners: f64,
+}
+
+/// One layer's counts over an interval.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct LayerCounts {
+    /// instructions retired
+    pub instructions: f64,
+    /// unhalted core cycles
+    pub cycles: f64,
+    /// LLC misses
+    pub llc_misses: f64,
+    /// DTLB misses that walked
+    pub tlb_misses: f64,
+    /// page-walk cycles, EPT part included
+    pub walk_cycles: f64,
+    /// cycles in the EPT part of walks
+    pub ept_walk_cycles: f64,
+}
+
+/// What one vCPU did over one interval.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Executed {
+    /// per layer, in [`LAYERS`] order
+    pub layers: [LayerCounts; 3],
+    /// units of work done
+    pub work_units: f64,
+    /// cycles spent refilling caches after moves (paid in this interval)
+    pub refill_cycles: f64,
+    /// cycles lost to a busy hyperthread sibling
+    pub ht_stall_cycles: f64,
+    /// refill cycles still owed at the end of the interval
+    pub debt_cycles: f64,
+}
+
+impl Executed {
+    /// Sum of one count over the layers.
+    pub fn total(&self, f: impl Fn(&LayerCounts) -> f64) -> f64 {
+        self.layers.iter().map(f).sum()
+    }
+}
+
+/// Per-unit figures of one layer under the interval's conditions.
+struct LayerCost<'a> {
+    p: &'a LayerProfile,
+    cpi: f64,
+    walk_cycles: f64,
+    ept_cycles: f64,
+    miss_ratio: f64,
+}
+
+fn layer_cost<'a>(p: &'a LayerProfile, nested: bool, miss_ratio_capacity: f64, miss_stall: f64) -> LayerCost<'a> {
+    let walk_cycles = if nested { p.walk.nested_cycles() } else { p.walk.native_cycles() };
+    let ept_cycles = if nested { p.walk.ept_cycles() } else { 0.0 };
+    let miss_ratio = p.llc_base_miss_ratio + (1.0 - p.llc_base_miss_ratio) * miss_ratio_capacity;
+    let cpi = p.cpi_core + p.walks_per_kinstr / 1000.0 * walk_cycles + p.llc_refs_per_kinstr / 1000.0 * miss_ratio * miss_stall;
+    LayerCost { p, cpi, walk_cycles, ept_cycles, miss_ratio }
+}
+
+/// Cycles to refill the caches after the interval's moves, and the LLC misses that refill takes.
+pub fn refill(params: &PerfParams, ws_bytes: u64, mhz: f64, f: &VcpuFacts) -> (f64, f64) {
+    let private = ws_bytes.min(params.l2_bytes) as f64 / params.line_bytes as f64 * params.llc_refill_line_ns;
+    let cached = ws_bytes.min(params.llc_bytes) as f64;
+    let from_mem = cached / params.mem_refill_bytes_per_ns;
+    let ns = (f.moves_core + f.moves_llc + f.moves_node) * private
+        + f.moves_llc * from_mem
+        + f.moves_node * from_mem * params.remote_latency_ratio;
+    let misses = (f.moves_llc + f.moves_node) * cached / params.line_bytes as f64;
+    (ns * mhz / 1000.0, misses)
+}
+
+/// One vCPU's interval: the model above, with `debt_cycles` of refill still owed from before.
+pub fn execute(profile: &PerfProfile, params: &PerfParams, mhz: f64, f: &VcpuFacts, debt_cycles: f64) -> Executed {
+    let cycles = f.run_ns as f64 * mhz / 1000.0;
+    let ws = profile.working_set_bytes.max(1) as f64;
+    let share = params.llc_bytes as f64 / (1.0 + f.llc_corunners.max(0.0));
+    let capacity_miss = (1.0 - share / ws).max(0.0);
+    let miss_stall = params.llc_miss_stall_cycles * (1.0 + f.remote_fraction.clamp(0.0, 1.0) * (params.remote_latency_ratio - 1.0));
+    let nested = profile.virtualized;
+    let costs = [
+        layer_cost(&profile.user, nested, capacity_miss, miss_stall),
+        layer_cost(&profile.kernel, nested, capacity_miss, miss_stall),
+        layer_cost(&profile.hyp, false, capacity_miss, miss_stall),
+    ];
+    let hyp_runs = if nested { 1.0 } else { 0.0 };
+    let weight = |i: usize| if i == 2 { hyp_runs } else { 1.0 };
+    let per_unit: f64 = costs.iter().enumerate().map(|(i, c)| weight(i) * c.p.instructions_per_unit * c.cpi).sum();
+
+    let sibling = if f.run_ns > 0 { (f.ht_busy_ns / f.run_ns as f64).clamp(0.0, 1.0) } else { 0.0 };
+    let ht_stall = cycles * sibling * (1.0 - (1.0 + params.ht_core_gain) / 2.0);
+    let (new_refill, refill_misses) = refill(params, profile.working_set_bytes, mhz, f);
+    let owed = debt_cycles + new_refill;
+    let paid = owed.min(cycles - ht_stall);
+    let productive = cycles - ht_stall - paid;
+    let units = if per_unit > 0.0 { productive / per_unit } else { 0.0 };
+
+    let mut out = Executed { work_units: units, refill_cycles: paid, ht_stall_cycles: ht_stall, debt_cycles: owed - paid, ..Default::default() };
+    for (i, c) in costs.iter().enumerate() {
+        let instr = units * weight(i) * c.p.instructions_per_unit;
+        let part = if per_unit > 0.0 { weight(i) * c.p.instructions_per_unit * c.cpi / per_unit } else if i == 0 { 1.0 } else { 0.0 };
+        let walks = instr * c.p.walks_per_kinstr / 1000.0;
+        out.layers[i] = LayerCounts {
+            instructions: instr,
+            cycles: cycles * part,
+            llc_misses: instr * c.p.llc_refs_per_kinstr / 1000.0 * c.miss_ratio + refill_misses * part,
+            tlb_misses: walks,
+            walk_cycles: walks * c.walk_cycles,
+            ept_walk_cycles: walks * c.ept_cycles,
+        };
+    }
+    out
+}
+
+/// Reads the scheduler's per-vCPU facts at each sample and writes the `vcpu_perf` table.
+#[derive(Debug, Clone)]
+pub struct PerfModel {
+    params: PerfParams,
+    /// per VM, its profile (VMs without one get no rows)
+    profiles: Vec<Option<PerfProfile>>,
+    mhz: f64,
+    /// per pCPU: its LLC and its hyperthread sibling (or itself)
+    llc_of: Vec<u32>,
+    sibling: Vec<u32>,
+    /// per LLC: its pCPUs
+    llc_pcpus: Vec<Vec<u32>>,
+    prev_run: Vec<u64>,
+    prev_busy: Vec<u64>,
+    debt: Vec<f64>,
+    last: Time,
+    /// scratch: per pCPU, busy ns over the interval
+    busy: Vec<u64>,
+    /// the per-vCPU counters, one row per vCPU of a profiled VM per sample
+    pub table: Table,
+}
+
+const RUN: usize = crate::cpu::VcpuState::Run as usize;
+const COUNTS: [&str; 6] = ["instructions", "cycles", "llc_misses", "tlb_misses", "walk_cycles", "ept_walk_cycles"];
+const SPLIT: [[&str; 3]; 6] = [
+    ["instructions_user", "instructions_kernel", "instructions_hyp"],
+    ["cycles_user", "cycles_kernel", "cycles_hyp"],
+    ["llc_misses_user", "llc_misses_kernel", "llc_misses_hyp"],
+    ["tlb_misses_user", "tlb_misses_kernel", "tlb_misses_hyp"],
+    ["walk_cycles_user", "walk_cycles_kernel", "walk_cycles_hyp"],
+    ["ept_walk_cycles_user", "ept_walk_cycles_kernel", "ept_walk_cycles_hyp"],
+];
+
+fn count(c: &LayerCounts, k: usize) -> f64 {
+    [c.instructions, c.cycles, c.llc_misses, c.tlb_misses, c.walk_cycles, c.ept_walk_cycles][k]
+}
+
+/// One row of `vcpu_perf` (also its schema).
+fn perf_row(c: &mut impl Cells, t: f64, vm: u32, idx: u32, f: &VcpuFacts, e: &Executed) {
+    c.f64("time_s", t);
+    c.u32("vm_id", vm);
+    c.u32("vcpu", idx);
+    c.u64("run_ns", f.run_ns);
+    c.f64("work_units", e.work_units);
+    for (k, name) in COUNTS.iter().enumerate() {
+        c.f64(name, e.total(|l| count(l, k)));
+    }
+    for (k, names) in SPLIT.iter().enumerate() {
+        for (i, name) in names.iter().enumerate() {
+            c.f64(name, count(&e.layers[i], k));
+        }
+    }
+    c.f64("refill_cycles", e.refill_cycles);
+    c.f64("ht_stall_cycles", e.ht_stall_cycles);
+    c.f64("moves", f.moves_core + f.moves_llc + f.moves_node);
+    c.f64("llc_corunners", f.llc_corunners);
+    c.f64("sibling_busy", if f.run_ns > 0 { f.ht_busy_ns / f.run_ns as f64 } else { 0.0 });
+    c.f64("remote_fraction", f.remote_fraction);
+}
+
+impl PerfModel {
+    /// A model for these VMs' profiles (index = VM) on `topo`, with `vcpus` vCPUs in all.
+    pub fn new(params: PerfParams, profiles: Vec<Option<PerfProfile>>, topo: &Topology, vcpus: usize) -> Self {
+        let n = topo.len();
+        let llcs = topo.pcpus.iter().map(|p| p.llc + 1).max().unwrap_or(0) as usize;
+        let mut llc_pcpus = vec![Vec::new(); llcs];
+        for (i, p) in topo.pcpus.iter().enumerate() {
+            llc_pcpus[p.llc as usize].push(i as u32);
+        }
+        let sibling = (0..n)
+            .map(|i| {
+                let me = topo.pcpus[i];
+                (0..n).find(|&j| j != i && topo.pcpus[j].core == me.core).unwrap_or(i) as u32
+            })
+            .collect();
+        let mut schema = Vec::new();
+        perf_row(&mut schema, 0.0, 0, 0, &VcpuFacts::default(), &Executed::default());
+        PerfModel {
+            params,
+            profiles,
+            mhz: topo.core_mhz as f64,
+            llc_of: topo.pcpus.iter().map(|p| p.llc).collect(),
+            sibling,
+            llc_pcpus,
+            prev_run: vec![0; vcpus],
+            prev_busy: vec![0; n],
+            debt: vec![0.0; vcpus],
+            last: 0,
+            busy: vec![0; n],
+            table: Table::with_schema(&schema),
+        }
+    }
+
+    /// The facts of vCPU `v` over the interval ending `now` (`busy` holds every pCPU's busy ns
+    /// over it). The one place the model reads the scheduler.
+    fn read_facts(&self, sched: &CpuSched, v: usize, now: Time) -> VcpuFacts {
+        let vc = &sched.vcpus[v];
+        let run_ns = vc.time_ns[RUN] - self.prev_run[v];
+        let span = (now - self.last).max(1) as f64;
+        let p = vc.pcpu as usize;
+        let mut facts = VcpuFacts { run_ns, ..Default::default() };
+        if p < self.llc_of.len() {
+            let llc = self.llc_of[p] as usize;
+            let llc_busy: u64 = self.llc_pcpus[llc].iter().map(|&q| self.busy[q as usize]).sum();
+            facts.llc_corunners = (llc_busy.saturating_sub(run_ns)) as f64 / span;
+            let s = self.sibling[p] as usize;
+            if s != p {
+                facts.ht_busy_ns = run_ns as f64 * (self.busy[s] as f64 / span).min(1.0);
+            }
+        }
+        facts
+    }
+
+    /// Append one row per vCPU of every powered-on profiled VM for the interval ending `now`.
+    /// `sched` must be accounted up to `now`; `powered_on(vm)` says whether a VM runs.
+    #[inline(never)]
+    pub fn sample(&mut self, now: Time, sched: &CpuSched, powered_on: impl Fn(u32) -> bool) {
+        for (q, b) in self.busy.iter_mut().enumerate() {
+            let total = sched.pcpu_busy_ns(q as u32, now);
+            *b = total - self.prev_busy[q];
+            self.prev_busy[q] = total;
+        }
+        let t = now as f64 / NS_PER_S as f64;
+        let mut idx = 0u32;
+        let mut prev_vm = u32::MAX;
+        for v in 0..sched.vcpus.len() {
+            let vm = sched.vcpus[v].vm;
+            idx = if vm == prev_vm { idx + 1 } else { 0 };
+            prev_vm = vm;
+            let facts = self.read_facts(sched, v, now);
+            self.prev_run[v] = sched.vcpus[v].time_ns[RUN];
+            let Some(profile) = self.profiles.get(vm as usize).and_then(|p| p.as_ref()) else { continue };
+            if !powered_on(vm) {
+                continue;
+            }
+            let e = execute(profile, &self.params, self.mhz, &facts, self.debt[v]);
+            self.debt[v] = e.debt_cycles;
+            perf_row(&mut self.table.row(), t, vm, idx, &facts, &e);
+        }
+        self.last = now;
+    }
+
+    /// The table's schema as (name, sample value) pairs.
+    pub fn schema() -> Vec<(&'static str, Value)> {
+        let mut schema = Vec::new();
+        perf_row(&mut schema, 0.0, 0, 0, &VcpuFacts::default(), &Executed::default());
+        schema
+    }
+}
