@@ -92,6 +92,7 @@ __all__ = [
     "ResultsWriter",
     "check_output_folder",
     "columns_from_engine",
+    "with_host_column",
     "open_results",
     "write_results",
 ]
@@ -145,6 +146,10 @@ TABLE_COLUMNS: dict[str, list[str]] = {
     "pcpu": ["time_s", "pcpu", "%PCPU_UTIL", "%PCPU_USED"],
 }
 
+#: Name of the column a cluster run adds right after ``time_s`` to every table (the host's
+#: name; see :mod:`vmtwin.cluster`). A one-host run's tables do not have it yet.
+HOST_COLUMN = "host"
+
 _ENGINE_DTYPES: dict[str, tuple[str, pa.DataType]] = {
     "f64": ("<f8", pa.float64()),
     "u64": ("<u8", pa.uint64()),
@@ -159,7 +164,7 @@ _TABLE_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
 # the files came out 22% smaller.
 _DICTIONARY_COLUMNS = frozenset({
     "time_s", "vm", "vm_id", "vcpu", "vcpus", "shares", "reservation_mhz", "limit_mhz", "pcpus",
-    "capacity_mhz", "powered_on_vms",
+    "capacity_mhz", "powered_on_vms", HOST_COLUMN,
 })
 
 # Fixed Parquet writer options: same table -> same bytes. pyarrow writes its own version into
@@ -283,6 +288,12 @@ def columns_from_engine(
         order += sorted(c for c in arrays if c not in order)
         out[table_name] = pa.table({c: arrays[c] for c in order})
     return out
+
+
+def with_host_column(table: pa.Table, host: str) -> pa.Table:
+    """``table`` with a string column :data:`HOST_COLUMN` (every row ``host``) after ``time_s``."""
+    at = 1 if table.num_columns and table.column_names[0] == "time_s" else 0
+    return table.add_column(at, HOST_COLUMN, pa.array([host] * table.num_rows, type=pa.string()))
 
 
 def _json_default(obj: Any) -> Any:

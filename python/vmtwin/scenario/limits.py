@@ -268,6 +268,8 @@ def limit_warnings(sc: Scenario) -> list[LimitWarning]:
     """The vSphere 8.0 per-host maximums a (valid) scenario exceeds, one entry per maximum."""
     out: list[LimitWarning] = []
     h = sc.host
+    if h is None:  # clusters: each host is checked as a scenario of its own when placed
+        return out
     vms = sum(vm.count for vm in sc.vms)
     vcpus = sum(vm.count * vm.vcpus for vm in sc.vms)
     if vms > VSPHERE_VMS_PER_HOST:

@@ -193,6 +193,8 @@ class VM(_Model):
     power_on: Nanos = Field("0s", description="Power-on time from the start of the run, e.g. '30s'.")
     cpu: VmCpu = Field(default_factory=VmCpu, description="CPU shares, reservation, limit.")
     workload: Workload = Field(description="What the guest runs: type idle, cpu_bound or trace.")
+    host: Optional[Name] = Field(None, description="Clusters only: pin the VM to this host (else placed by policy).")
+    cluster: Optional[Name] = Field(None, description="Clusters only: the cluster to place the VM in (default: the first).")
 
     def expanded_names(self) -> list[str]:
         """Names of the VMs this entry stands for, after ``count`` expansion."""
@@ -214,10 +216,12 @@ class Scenario(_Model):
     seed: Annotated[int, Strict(), Field(ge=0, le=_U64_MAX)] = Field(0, description="RNG seed (unsigned 64-bit).")
     duration: Nanos = Field("10min", description="Simulated time, e.g. '10min'.")
     sample_interval: Nanos = Field("2s", description="Counter sampling interval; default '2s', esxtop's minimum.")
-    host: Host = Field(description="The ESX host.")
+    host: Optional[Host] = Field(None, description="The ESX host (required unless the scenario has clusters).")
     cpu_scheduler: CpuScheduler = Field(default_factory=CpuScheduler, description="Optional CPU scheduler parameters.")
     resource_pools: list[ResourcePool] = Field(default_factory=list, description="Resource pools, nested via parent.")
-    vms: list[VM] = Field(min_length=1, description="The VMs (at least one).")
+    vms: list[VM] = Field(default_factory=list, description="The VMs (at least one, unless clusters replay trace sets).")
+    clusters: list[Cluster] = Field(default_factory=list, description="Clusters of hosts the VMs are placed on "
+                                    "(instead of host; see docs/cluster.md).")
 
     # Folder that relative trace paths are resolved against (the scenario file's folder).
     _base_dir: Optional[Path] = PrivateAttr(default=None)
@@ -226,7 +230,7 @@ class Scenario(_Model):
 
     @model_validator(mode="after")
     def _semantics(self) -> "Scenario":
-        for err in _semantic_errors(self):
+        for err in _cluster_checks.scenario_errors(self, _semantic_errors):
             raise err  # the first one; raised as ScenarioError, see _convert_validation_error
         return self
 
@@ -302,7 +306,7 @@ class Scenario(_Model):
             If the scenario was changed in place into an invalid one, or a trace cannot be read.
         """
         # Lists may have been edited in place since construction: check again.
-        for err in _semantic_errors(self):
+        for err in _cluster_checks.scenario_errors(self, _semantic_errors, one_host=True):
             raise err
         traces = self.load_traces()
         h = self.host
@@ -445,3 +449,9 @@ def _shape_trace(seg: list[int], util: list[float], offset: int, speedup: float)
         # Round each segment but never to 0 ns: the engine requires positive segments.
         out_seg = [max(1, int(round(s / speedup))) for s in out_seg]
     return out_seg, out_util
+
+
+from vmtwin.cluster import checks as _cluster_checks  # noqa: E402 - the cluster section extends these models
+from vmtwin.cluster.schema import Cluster  # noqa: E402
+
+Scenario.model_rebuild()

@@ -1,0 +1,405 @@
+"""A cluster run: expand the VMs, place them, run every host as its own engine, write one folder.
+
+Hosts run independently (no migration, no management action during the run), so a cluster
+run is one ordinary one-host run per host: the host's own scenario is the cluster scenario
+with that host and the VMs placed on it (so any top-level setting, such as the scheduler's
+parameters or a fidelity, passes through to every host), and its seed is derived from the
+scenario's seed and the host's name (blake2b), so hosts draw independent random streams and a
+host's results do not depend on which other hosts exist. The runs go to a local process pool
+(the sweep's, :mod:`vmtwin.sweep.runner`), one task per host; their tables come back in the
+hosts' order and are streamed into one results folder with a ``host`` column, so the folder is
+byte-identical whatever the number of workers.
+
+The folder holds the usual tables (``host``, ``vm``, ``vcpu``, ``pcpu``; rows host by host, in
+the clusters' order, each host's rows in time order), ``placement`` (one row per VM: cluster,
+host, pinned, expected entitlement, the host's headroom after it, overcommitted) and a manifest
+with ``kind: cluster``, the scenario as given, and per host its seed, VMs, events and wall time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional, Union
+
+import numpy as np
+import pyarrow as pa
+
+from vmtwin import units as _units
+from vmtwin.cluster.placement import HostSlot, VmNeed, place
+from vmtwin.exceptions import ScenarioError, VmtwinError, scenario_error
+
+__all__ = ["ClusterPlan", "HostRun", "plan_cluster", "run_cluster", "run_host", "PLACEMENT_COLUMNS"]
+
+#: Columns of the ``placement`` table.
+PLACEMENT_COLUMNS = ["cluster", "host", "vm", "vcpus", "pinned", "policy", "entitlement_mhz", "headroom_mhz",
+                     "overcommitted"]
+
+#: Modules the pool's fork server imports once, so each worker starts with them loaded.
+_PRELOAD = ("pandas", "vmtwin.simulation", "vmtwin.cluster.runner")
+
+_SEED_MASK = (1 << 63) - 1
+
+
+@dataclass
+class HostRun:
+    """One host's run: its place in the cluster and its engine spec."""
+
+    cluster: str
+    name: str
+    seed: int
+    vms: list[str]
+    spec: dict = field(repr=False)
+
+
+@dataclass
+class ClusterPlan:
+    """A cluster scenario placed and split into host runs (what :func:`run_cluster` runs)."""
+
+    scenario: Any
+    hosts: list[HostRun]
+    placement: pa.Table
+
+
+@dataclass
+class _Vm:
+    """A VM after ``count`` and trace-set expansion."""
+
+    model: Any  # a count-1 VM model
+    where: str  # its YAML path, for errors
+    pin: Optional[str]
+    trace: Any = None
+
+
+def host_seed(seed: int, host: str) -> int:
+    """The seed of a host's run: blake2b of the scenario's seed and the host's name, 63 bits."""
+    digest = hashlib.blake2b(f"{seed}/{host}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") & _SEED_MASK
+
+
+def _as_scenario(scenario: Any):
+    from vmtwin.simulation import _as_scenario as load
+
+    return load(scenario)
+
+
+def _duration_ns(value: Union[str, float, int], field: str = "--duration") -> int:
+    if isinstance(value, str):
+        try:
+            return _units.parse_duration(value, allow_bare=False)
+        except ValueError as exc:
+            raise scenario_error(field, value, str(exc)) from None
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 3.15e9:
+        return round(value * 1e9)
+    raise scenario_error(field, value, "a duration such as '10min', or seconds")
+
+
+# --------------------------------------------------------------------------------------------
+# Expansion: VMs of vms and of trace sets, per cluster
+# --------------------------------------------------------------------------------------------
+
+
+def _expand(sc) -> list[list[_Vm]]:
+    """Each cluster's VMs, in file order: ``vms`` entries (count expanded), then trace sets."""
+    per: list[list[_Vm]] = [[] for _ in sc.clusters]
+    index = {c.name: k for k, c in enumerate(sc.clusters)}
+    host_cluster = {n: k for k, c in enumerate(sc.clusters) for h in c.hosts for n in h.expanded_names()}
+    traces = sc.load_traces()
+    for i, vm in enumerate(sc.vms):
+        k = index[vm.cluster] if vm.cluster is not None else host_cluster.get(vm.host, 0)
+        one = vm.model_copy(update={"count": 1, "host": None, "cluster": None})
+        for name in vm.expanded_names():
+            per[k].append(_Vm(one.model_copy(update={"name": name}), f"vms[{i}]", vm.host, traces.get(i)))
+    from vmtwin.traces import TraceReader
+
+    reader = TraceReader()
+    for k, cl in enumerate(sc.clusters):
+        for t, ts in enumerate(cl.trace_vms):
+            per[k].extend(_trace_set(sc, ts, f"clusters[{k}].trace_vms[{t}]", reader))
+    seen: dict[str, str] = {}
+    for vms in per:
+        for v in vms:
+            if v.model.name in seen:
+                raise scenario_error(f"{v.where}.name", v.model.name, f"a VM name not already used (it is also "
+                                     f"{seen[v.model.name]}'s)")
+            seen[v.model.name] = v.where
+    return per
+
+
+def _trace_set(sc, ts, where: str, reader) -> list[_Vm]:
+    from vmtwin.scenario.models import VM, TraceWorkload
+    from vmtwin.traces import checked_path
+
+    folder = checked_path(ts.path, "a trace folder")
+    if not folder.is_absolute():
+        folder = sc.base_dir / folder
+    if not folder.is_dir():
+        raise scenario_error(f"{where}.path", ts.path, f"an existing folder of traces ({folder} is not one)")
+    common = {"burst": ts.burst, "loop": ts.loop, "speedup": ts.speedup}
+    out: list[_Vm] = []
+    try:
+        if ts.format == "planetlab":
+            files = sorted((f for f in folder.iterdir() if f.is_file() and not f.name.startswith(".")),
+                           key=lambda f: f.name.encode())
+            if not files:
+                raise scenario_error(f"{where}.path", ts.path, "a folder with at least one trace file")
+            for n, f in enumerate(files[:ts.count] if ts.count else files, start=1):
+                w = TraceWorkload(format="planetlab", path=str(f), **common)
+                vm = VM(name=f"{ts.name}-{n}", vcpus=ts.vcpus, memory=ts.memory, cpu=ts.cpu, workload=w)
+                out.append(_Vm(vm, where, None, reader.planetlab(f)))
+            return out
+        import pyarrow.parquet as pq
+
+        from vmtwin.traces import bitbrains_vm_ids
+
+        ids = bitbrains_vm_ids(folder)
+        tasks = pq.read_table(folder / "tasks.parquet", columns=["id", "submission_time", "mem_capacity"])
+        row = {int(i): r for r, i in reversed(list(enumerate(tasks.column("id").to_pylist())))}
+        sub = tasks.column("submission_time").to_pylist()
+        mem = tasks.column("mem_capacity").to_pylist()
+        first = min(sub)
+        for n, vm_id in enumerate(ids[:ts.count] if ts.count else ids, start=1):
+            tr = reader.bitbrains(folder, vm_id)
+            r = row[vm_id]
+            power_on = (sub[r] - first) * 10**6 if ts.power_on == "submission" else 0
+            w = TraceWorkload(format="bitbrains", path=str(folder), vm_id=vm_id, **common)
+            vm = VM(name=f"{ts.name}-{vm_id}", vcpus=tr.meta["cpu_count"], memory=max(1, int(mem[r])) * 1024,
+                    cpu=ts.cpu, power_on=power_on, workload=w)
+            out.append(_Vm(vm, where, None, tr))
+        return out
+    except ScenarioError as exc:
+        if getattr(exc, "path", "").startswith(where):
+            raise
+        raise scenario_error(f"{where}.path", ts.path, str(exc)) from None
+
+
+# --------------------------------------------------------------------------------------------
+# Expected demand (for DRS-like placement)
+# --------------------------------------------------------------------------------------------
+
+
+def expected_util(vm: _Vm, duration_ns: int) -> float:
+    """The workload's mean demand over the run, as a fraction of its vCPUs."""
+    w = vm.model.workload
+    if w.type == "idle":
+        return 0.0
+    if w.type == "cpu_bound":
+        return float(w.duty)
+    return window_mean(vm.trace.segment_ns, vm.trace.utilization, w.offset, w.speedup, duration_ns, w.loop)
+
+
+def window_mean(seg: list[int], util: list[float], offset: int, speedup: float, duration_ns: int,
+                loop: bool) -> float:
+    """Time-weighted mean of a piecewise-constant trace over the replayed window: ``duration``
+    of simulated time from ``offset``, i.e. ``duration x speedup`` of trace time; after the end
+    the trace starts over (``loop``) or demands nothing."""
+    s = np.asarray(seg, dtype=np.float64)
+    edges = np.concatenate([[0.0], np.cumsum(s)])
+    work = np.concatenate([[0.0], np.cumsum(s * np.asarray(util, dtype=np.float64))])
+    total = edges[-1]
+
+    def integral(x: float) -> float:
+        if loop:
+            cycles, rest = divmod(x, total)
+            return cycles * work[-1] + float(np.interp(rest, edges, work))
+        return float(np.interp(min(x, total), edges, work))
+
+    span = duration_ns * speedup
+    return (integral(offset + span) - integral(float(offset))) / span if span > 0 else 0.0
+
+
+# --------------------------------------------------------------------------------------------
+# Planning: placement and the hosts' specs
+# --------------------------------------------------------------------------------------------
+
+
+def plan_cluster(scenario: Any, *, seed: Optional[int] = None, duration: Union[str, float, None] = None) -> ClusterPlan:
+    """Place a cluster scenario's VMs and build each host's engine spec (nothing runs).
+
+    Raises
+    ------
+    ScenarioError
+        The scenario has no clusters, or a VM cannot be placed, or a host's scenario is invalid;
+        the message names the field.
+    """
+    sc = _as_scenario(scenario)
+    if not sc.clusters:
+        raise scenario_error("clusters", [], "at least one cluster (a one-host scenario runs with vmtwin run)")
+    if seed is not None:
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
+            raise scenario_error("--seed", seed, "an integer from 0 to 2^64-1")
+        sc = sc.model_copy(update={"seed": seed})
+    if duration is not None:
+        sc = sc.model_copy(update={"duration": _duration_ns(duration)})
+    per_cluster = _expand(sc)
+    hosts: list[HostRun] = []
+    rows: dict[str, list] = {c: [] for c in PLACEMENT_COLUMNS}
+    for k, (cl, vms) in enumerate(zip(sc.clusters, per_cluster)):
+        slots = [HostSlot(n, h.logical_cpus, h.core_mhz, h.memory) for h in cl.hosts for n in h.expanded_names()]
+        models = [h for h in cl.hosts for _ in h.expanded_names()]
+        needs = [VmNeed(v.model.name, v.model.vcpus, v.model.memory, v.model.cpu.reservation, v.model.cpu.limit,
+                        expected_util(v, sc.duration), v.pin, v.where) for v in vms]
+        decisions = place(slots, needs, cl.placement, cluster=cl.name,
+                          max_vcpus_per_pcpu=cl.max_vcpus_per_pcpu, max_memory_ratio=cl.max_memory_ratio)
+        on: dict[str, list[_Vm]] = {s.name: [] for s in slots}
+        for v, d in zip(vms, decisions):
+            on[d.host].append(v)
+            for col, value in zip(PLACEMENT_COLUMNS, (cl.name, d.host, d.vm, v.model.vcpus, d.pinned, cl.placement,
+                                                      d.entitlement_mhz, d.headroom_mhz, d.overcommitted)):
+                rows[col].append(value)
+        for slot, model in zip(slots, models):
+            hosts.append(_host_run(sc, cl.name, slot.name, model, on[slot.name]))
+    types = {"vcpus": pa.uint32(), "pinned": pa.bool_(), "overcommitted": pa.bool_(),
+             "entitlement_mhz": pa.float64(), "headroom_mhz": pa.float64()}
+    placement = pa.table({c: pa.array(rows[c], type=types.get(c, pa.string())) for c in PLACEMENT_COLUMNS})
+    return ClusterPlan(sc, hosts, placement)
+
+
+def _host_run(sc, cluster: str, name: str, host_model, vms: list[_Vm]) -> HostRun:
+    """One host's scenario (the cluster scenario with this host and its VMs) as an engine spec."""
+    from vmtwin.scenario.models import VM, Host, Idle, Scenario
+
+    host = Host(**{k: getattr(host_model, k) for k in Host.model_fields if k != "name"}, name=name)
+    seed = host_seed(sc.seed, name)
+    # The engine runs an empty host; a scenario has at least one VM: stand one in, then drop it.
+    models = [v.model for v in vms] or [VM(name="placeholder", workload=Idle())]
+    fields = {k: getattr(sc, k) for k in Scenario.model_fields}
+    fields.update(host=host, clusters=[], vms=models, seed=seed)
+    sub = Scenario.model_construct(**fields)
+    sub._base_dir = sc._base_dir
+    sub._trace_cache = {j: v.trace for j, v in enumerate(vms) if v.trace is not None}
+    try:
+        spec = sub.to_engine_spec()
+    except ScenarioError as exc:
+        raise _on_host(exc, name, vms) from None
+    if not vms:
+        spec["vms"] = []
+    return HostRun(cluster, name, seed, [v.model.name for v in vms], spec)
+
+
+def _on_host(exc: ScenarioError, host: str, vms: list[_Vm]) -> ScenarioError:
+    """A host scenario's error, its ``vms[j]`` path turned back into the VM's own path."""
+    path = getattr(exc, "path", None)
+    m = re.match(r"^vms\[(\d+)\]", path or "")
+    if m is None or not hasattr(exc, "allowed"):
+        return ScenarioError(f"host {host}: {exc}")
+    v = vms[int(m.group(1))]
+    return scenario_error(v.where + path[m.end():], exc.value, f"{exc.allowed} (VM {v.model.name} on host {host})")
+
+
+# --------------------------------------------------------------------------------------------
+# Running
+# --------------------------------------------------------------------------------------------
+
+
+def run_host(job: tuple[str, dict]) -> tuple[dict[str, pa.Table], dict[str, Any]]:
+    """Run one host to its end (in a pool worker): its tables and facts for the manifest."""
+    from vmtwin.simulation import Simulation
+
+    name, spec = job
+    sim = Simulation.replay({"scenario": spec, "actions": [], "scenario_name": name})
+    sim.run()
+    m = sim.manifest()
+    facts = {k: m[k] for k in ("event_count", "wall_time_s", "params", "sched_stats")}
+    facts["log"] = m["log"]
+    return sim.tables(), facts
+
+
+Progress = Optional[Callable[[int, int], None]]
+
+
+def _results(jobs: list[tuple[str, dict]], workers: int, progress: Progress):
+    """Yield each host's results in the jobs' order, from this process or a pool."""
+    if workers <= 1 or len(jobs) <= 1:
+        for i, job in enumerate(jobs):
+            yield run_host(job)
+            if progress:
+                progress(i + 1, len(jobs))
+        return
+    import multiprocessing
+
+    from vmtwin.sweep import runner as pool_runner  # the sweep's process pool, reused
+
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(list(_PRELOAD))
+    pool_runner._start_fork_server()
+    pool = pool_runner._start_pool(ctx, min(workers, len(jobs)))
+    try:
+        futures = [pool.submit(run_host, job) for job in jobs]
+        for i, f in enumerate(futures):
+            yield f.result()
+            futures[i] = None  # type: ignore[call-overload]  # its tables are written: free them
+            if progress:
+                progress(i + 1, len(jobs))
+    except BaseException:
+        pool_runner._stop(pool)
+        raise
+    finally:
+        pool.shutdown(wait=True)
+
+
+def run_cluster(scenario: Any, out_dir: Union[str, Path], *, workers: Optional[int] = None,
+                seed: Optional[int] = None, duration: Union[str, float, None] = None, force: bool = False,
+                progress: Progress = None):
+    """Run a cluster scenario: place, run every host (``workers`` processes, default every
+    core), stream the tables into ``out_dir`` (atomically) and open it.
+
+    Returns
+    -------
+    vmtwin.results.Results
+
+    Raises
+    ------
+    ScenarioError
+        The scenario is not a cluster scenario or cannot be placed (the message names the field).
+    OutputError
+        ``out_dir`` exists (without ``force``) or cannot be written.
+    """
+    from vmtwin import __version__
+    from vmtwin.results import Results, ResultsWriter, check_output_folder, with_host_column
+
+    workers = workers if workers is not None else (os.cpu_count() or 1)
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise VmtwinError(f"--workers: got {workers!r}; allowed: an integer of at least 1")
+    start = time.perf_counter()
+    check_output_folder(out_dir, force=force)  # before placement and runs, not after them
+    plan = plan_cluster(scenario, seed=seed, duration=duration)
+    sc = plan.scenario
+    writer = ResultsWriter(out_dir, force=force)
+    hosts_facts: list[dict[str, Any]] = []
+    params: Any = None
+    try:
+        writer.append("placement", plan.placement)
+        jobs = [(h.name, h.spec) for h in plan.hosts]
+        for h, (tables, facts) in zip(plan.hosts, _results(jobs, workers, progress)):
+            for name, table in tables.items():
+                writer.append(name, with_host_column(table, h.name))
+            params = params if params is not None else facts["params"]
+            hosts_facts.append({"cluster": h.cluster, "host": h.name, "seed": h.seed, "vms": h.vms,
+                                "event_count": facts["event_count"], "wall_time_s": facts["wall_time_s"],
+                                "sched_stats": facts["sched_stats"], "log": facts["log"]})
+        manifest = {
+            "vmtwin_version": __version__,
+            "kind": "cluster",
+            "scenario_name": sc.name,
+            "scenario": sc.model_dump(mode="json", exclude_none=True),
+            "seed": sc.seed,
+            "params": params,
+            "duration_s": sc.duration / 1e9,
+            "sample_interval_s": sc.sample_interval / 1e9,
+            "simulated_s": sc.duration / 1e9,
+            "wall_time_s": round(time.perf_counter() - start, 6),
+            "workers": workers,
+            "event_count": sum(f["event_count"] for f in hosts_facts),
+            "hosts": hosts_facts,
+            "actions": [],
+        }
+        path = writer.close(manifest)
+    except BaseException:
+        writer.abort()
+        raise
+    return Results(path)
