@@ -17,6 +17,7 @@ pub mod guest;
 pub mod hw;
 pub mod mem;
 pub mod metrics;
+pub mod perf;
 pub mod sim;
 mod simulation;
 pub mod spec;
