@@ -211,6 +211,10 @@ class VM(_Model):
 class Scenario(_Model):
     """A whole scenario: one host, its pools and VMs, the run length and the sampling interval."""
 
+    # One host and its VMs, or clusters of hosts (docs/cluster.md).
+    model_config = {**_Model.model_config, "json_schema_extra": {"anyOf": [{"required": ["host", "vms"]},
+                                                                           {"required": ["clusters"]}]}}
+
     name: Name = Field("scenario", description="Scenario name (used for results folders).")
     description: Annotated[str, Strict()] = Field("", description="Free text.")
     seed: Annotated[int, Strict(), Field(ge=0, le=_U64_MAX)] = Field(0, description="RNG seed (unsigned 64-bit).")
