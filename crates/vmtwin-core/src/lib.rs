@@ -22,6 +22,7 @@ pub mod sim;
 mod simulation;
 pub mod spec;
 pub mod storage;
+pub mod wiring;
 
 pub use error::{VmtwinError, VmtwinResult};
 pub use simulation::Simulation;

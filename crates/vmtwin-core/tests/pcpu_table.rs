@@ -22,8 +22,8 @@ fn pcpu_rows_add_up_to_the_host_row() {
     let vms = vec![vm("a", 2, 1000, 0, None, light.clone()), vm("b", 1, 500, 0, Some(900), busy()), vm("c", 3, 2000, 0, None, light)];
     let mut sim = Simulation::new(spec(3, 20 * S, vms)).unwrap();
     sim.run().unwrap();
-    let [host, _, _, pcpu] = sim.tables();
-    let (hu, pu) = (f64s(host.1.column("%PCPU_UTIL").unwrap()), f64s(pcpu.1.column("%PCPU_UTIL").unwrap()));
+    let (host, pcpu) = (sim.table("host").unwrap(), sim.table("pcpu").unwrap());
+    let (hu, pu) = (f64s(host.column("%PCPU_UTIL").unwrap()), f64s(pcpu.column("%PCPU_UTIL").unwrap()));
     assert_eq!(pu.len(), 3 * hu.len());
     for (i, h) in hu.iter().enumerate() {
         let rows = &pu[3 * i..3 * i + 3];
@@ -39,8 +39,8 @@ fn an_overcommitted_host_keeps_every_pcpu_busy() {
     let vms = (0..5).map(|i| vm(&format!("v{i}"), 1, 1000, 0, None, busy())).collect();
     let mut sim = Simulation::new(spec(4, 6 * S, vms)).unwrap();
     sim.run().unwrap();
-    let [_, _, _, pcpu] = sim.tables();
-    for u in f64s(pcpu.1.column("%PCPU_UTIL").unwrap()) {
+    let pcpu = sim.table("pcpu").unwrap();
+    for u in f64s(pcpu.column("%PCPU_UTIL").unwrap()) {
         assert!(u > 99.999, "{u}");
     }
 }

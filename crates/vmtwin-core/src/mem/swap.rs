@@ -19,7 +19,7 @@
 use crate::sim::{Time, NS_PER_MS};
 
 /// Where swap I/O goes.
-pub trait SwapDevice {
+pub trait SwapDevice: Send + Sync {
     /// Write `pages` pages of VM `vm` to its swap file, starting at `now`; returns completion.
     fn write(&mut self, vm: u32, pages: u32, now: Time) -> Time;
     /// Read one page of VM `vm` back, starting at `now`; returns completion.

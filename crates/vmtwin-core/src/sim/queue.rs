@@ -41,6 +41,10 @@ pub enum Event {
     /// a co-scheduled VM's vCPU may have run too far ahead of a sibling; stale unless `gen`
     /// matches
     Cosched { vm: u32, gen: u32 },
+    /// a storage event parked by the run loop at `slot` (see `wiring`)
+    Storage { slot: u32 },
+    /// a memory event parked by the run loop at `slot`
+    Mem { slot: u32 },
 }
 
 /// A one-shot event with its packed `(time, seq)` key (see [`pack`]; the slot bits are zero).
@@ -49,6 +53,10 @@ struct Entry {
     key: u128,
     event: Event,
 }
+
+// The hot path moves entries by value: keep them at one u128 key plus a 12-byte event. A
+// subsystem with larger events parks them outside the queue (`wiring`).
+const _: () = assert!(std::mem::size_of::<Entry>() == 32);
 
 impl Ord for Entry {
     fn cmp(&self, other: &Self) -> Ordering {
