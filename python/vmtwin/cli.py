@@ -66,6 +66,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "vmtwin.manage.cli",
     "vmtwin.sweep.cli",
     "vmtwin.models.cli",
+    "vmtwin.cluster.cli",
 )
 
 # piped output keeps whole lines (rich would otherwise cut table cells at 80 columns)
