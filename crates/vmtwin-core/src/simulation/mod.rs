@@ -15,8 +15,11 @@ use crate::metrics::{Sampler, Table, VmRow};
 use crate::sim::{stream_seed, Event, EventQueue, Rng, Time};
 use crate::spec::SimSpec;
 use crate::storage::{Storage, StorageEvent};
-use crate::wiring::{Post, Slab};
+use crate::wiring::Slab;
 use crate::{invalid, VmtwinError, VmtwinResult};
+
+mod memory;
+mod storage;
 
 /// Upper bound on vCPUs per VM: vSphere 8's maximum.
 pub const MAX_VCPUS_PER_VM: u32 = 768;
@@ -427,21 +430,6 @@ impl Simulation {
             Event::Mem { slot } => self.route_mem(slot, t),
         }
         Some(ev)
-    }
-
-    // Subsystem events stay out of line: inlined, they cost the CPU-only hot path 8% (callgrind).
-    #[inline(never)]
-    fn route_storage(&mut self, slot: u32, t: Time) {
-        let ev = self.storage_events.take(slot);
-        let storage = self.storage.as_mut().expect("storage events come from the storage subsystem");
-        storage.handle(t, ev, &mut Post { queue: &mut self.queue, slab: &mut self.storage_events });
-    }
-
-    #[inline(never)]
-    fn route_mem(&mut self, slot: u32, t: Time) {
-        let ev = self.mem_events.take(slot);
-        let mem = self.mem.as_mut().expect("memory events come from the memory subsystem");
-        mem.handle(ev, t, &mut Post { queue: &mut self.queue, slab: &mut self.mem_events });
     }
 
     /// Run every event up to and including time `until`, then set the clock to `until`.
