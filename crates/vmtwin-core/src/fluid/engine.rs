@@ -1,7 +1,7 @@
 //! The fluid host: its VMs, the piece-by-piece advance and the sampled tables (see `mod.rs`).
 
 use super::split::{split, Loop};
-use crate::cpu::{Pool, PoolTree, SchedStats, VcpuState, VmClaim, ROOT_POOL, STATES};
+use crate::cpu::{CoschedMode, Pool, PoolTree, SchedStats, VcpuState, VmClaim, ROOT_POOL, STATES};
 use crate::guest::Workload;
 use crate::hw::Topology;
 use crate::metrics::{Cells, Sampler, Table};
@@ -95,6 +95,9 @@ impl FluidSim {
     /// [`FluidSim::new`], asking `keep_going()` every 16 admissions whether to go on.
     pub fn new_interruptible(spec: SimSpec, keep_going: &mut dyn FnMut() -> bool) -> VmtwinResult<Self> {
         spec.cpu_sched.validate()?;
+        if spec.cpu_sched.cosched_mode != CoschedMode::Off {
+            invalid!("cpu_scheduler.cosched_mode", "relaxed-4x", "off in fluid mode (co-scheduling acts on bursts; use fidelity: event)");
+        }
         if spec.sample_interval_ns == 0 {
             invalid!("sample_interval", spec.sample_interval_ns, "a duration > 0");
         }
