@@ -17,6 +17,61 @@ use crate::mem::{MemEvent, MemScheduler};
 use crate::sim::{Event, EventQueue, Time};
 use crate::storage::{IoScheduler, StorageEvent};
 
+/// Who waits for an I/O submitted with [`crate::storage::Storage::submit`]: the `u64` token the
+/// storage stack hands back in its [`crate::storage::Completion`]. One pair of functions encodes
+/// and decodes it ([`IoToken::encode`], [`IoToken::decode`]); the run loop's completion handling
+/// (`simulation/storage.rs`) matches on the decoded value and calls the waiting side.
+///
+/// Layout: the top 8 bits name the kind, the low 56 bits its fields (a `Swap`'s VM in bits
+/// 32..56, so at most 2^24 VMs per host, and its batch in bits 0..32).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum IoToken {
+    /// a vCPU's synchronous guest I/O: the vCPU (global index) waits until it completes
+    Vcpu {
+        /// global vCPU index
+        vcpu: u32,
+    },
+    /// hypervisor swap I/O of VM `vm` (its swap file on a datastore), batch `batch` of the
+    /// memory subsystem's numbering
+    Swap {
+        /// VM index
+        vm: u32,
+        /// the memory subsystem's batch number
+        batch: u32,
+    },
+}
+
+const TOKEN_KIND_SHIFT: u32 = 56;
+const TOKEN_VCPU: u64 = 1;
+const TOKEN_SWAP: u64 = 2;
+const TOKEN_VM_LIMIT: u32 = 1 << 24;
+
+impl IoToken {
+    /// The token as the `u64` [`crate::storage::Storage::submit`] takes.
+    ///
+    /// # Panics
+    /// If a `Swap`'s VM index does not fit in 24 bits.
+    pub fn encode(self) -> u64 {
+        match self {
+            IoToken::Vcpu { vcpu } => (TOKEN_VCPU << TOKEN_KIND_SHIFT) | u64::from(vcpu),
+            IoToken::Swap { vm, batch } => {
+                assert!(vm < TOKEN_VM_LIMIT, "swap I/O token: VM index {vm} does not fit in 24 bits");
+                (TOKEN_SWAP << TOKEN_KIND_SHIFT) | (u64::from(vm) << 32) | u64::from(batch)
+            }
+        }
+    }
+
+    /// The token a completion carries, decoded; `None` for a `u64` no [`IoToken::encode`] made.
+    pub fn decode(raw: u64) -> Option<IoToken> {
+        let low = raw & ((1 << TOKEN_KIND_SHIFT) - 1);
+        match raw >> TOKEN_KIND_SHIFT {
+            TOKEN_VCPU if low <= u64::from(u32::MAX) => Some(IoToken::Vcpu { vcpu: low as u32 }),
+            TOKEN_SWAP => Some(IoToken::Swap { vm: (low >> 32) as u32, batch: low as u32 }),
+            _ => None,
+        }
+    }
+}
+
 /// Parked events of one subsystem, by slot.
 #[derive(Debug, Clone)]
 pub struct Slab<E> {
@@ -91,6 +146,24 @@ impl MemScheduler for Post<'_, MemEvent> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn io_tokens_round_trip_and_kinds_do_not_collide() {
+        let cases = [
+            IoToken::Vcpu { vcpu: 0 },
+            IoToken::Vcpu { vcpu: u32::MAX },
+            IoToken::Swap { vm: 0, batch: 0 },
+            IoToken::Swap { vm: TOKEN_VM_LIMIT - 1, batch: u32::MAX },
+            IoToken::Swap { vm: 7, batch: 123_456 },
+        ];
+        let raws: std::collections::HashSet<u64> = cases.iter().map(|t| t.encode()).collect();
+        assert_eq!(raws.len(), cases.len());
+        for t in cases {
+            assert_eq!(IoToken::decode(t.encode()), Some(t));
+        }
+        assert_eq!(IoToken::decode(0), None, "kind 0 is no token");
+        assert_eq!(IoToken::decode(TOKEN_VCPU << TOKEN_KIND_SHIFT | 1 << 40), None);
+    }
 
     #[test]
     fn slots_are_reused_and_events_come_back_in_queue_order() {

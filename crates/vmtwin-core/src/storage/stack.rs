@@ -390,6 +390,13 @@ impl Storage {
         self.parents.len() - self.free_parents.len()
     }
 
+    /// Whether a request submitted through [`Storage::submit`] has completed since the last
+    /// [`Storage::take_completions`].
+    #[inline]
+    pub fn has_completions(&self) -> bool {
+        !self.completions.is_empty()
+    }
+
     /// Completions of requests submitted through [`Storage::submit`], oldest first, since the last call.
     pub fn take_completions(&mut self) -> Vec<Completion> {
         std::mem::take(&mut self.completions)
