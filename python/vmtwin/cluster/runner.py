@@ -7,8 +7,9 @@ parameters or a fidelity, passes through to every host), and its seed is derived
 scenario's seed and the host's name (blake2b), so hosts draw independent random streams and a
 host's results do not depend on which other hosts exist. The runs go to a local process pool
 (the sweep's, :mod:`vmtwin.sweep.runner`), one task per host; their tables come back in the
-hosts' order and are streamed into one results folder with a ``host`` column, so the folder is
-byte-identical whatever the number of workers.
+hosts' order and are streamed into one results folder with a ``host`` column (and ``vm_id``
+numbering the cluster's VMs host after host), so the folder is byte-identical whatever the
+number of workers.
 
 The folder holds the usual tables (``host``, ``vm``, ``vcpu``, ``pcpu``; rows host by host, in
 the clusters' order, each host's rows in time order), ``placement`` (one row per VM: cluster,
@@ -342,6 +343,16 @@ def _results(jobs: list[tuple[str, dict]], workers: int, progress: Progress):
         pool.shutdown(wait=True)
 
 
+def _shift_vm_ids(table: pa.Table, by: int) -> pa.Table:
+    """``vm_id`` + ``by``: an engine numbers its host's VMs from 0, the cluster's tables all of them."""
+    if by == 0 or "vm_id" not in table.column_names:
+        return table
+    import pyarrow.compute as pc
+
+    i = table.column_names.index("vm_id")
+    return table.set_column(i, "vm_id", pc.add(table.column(i), pa.scalar(by, pa.uint32())))
+
+
 def run_cluster(scenario: Any, out_dir: Union[str, Path], *, workers: Optional[int] = None,
                 seed: Optional[int] = None, duration: Union[str, float, None] = None, force: bool = False,
                 progress: Progress = None):
@@ -375,9 +386,11 @@ def run_cluster(scenario: Any, out_dir: Union[str, Path], *, workers: Optional[i
     try:
         writer.append("placement", plan.placement)
         jobs = [(h.name, h.spec) for h in plan.hosts]
+        first_id = 0  # vm_id across the cluster: the hosts' VMs numbered one after the other
         for h, (tables, facts) in zip(plan.hosts, _results(jobs, workers, progress)):
             for name, table in tables.items():
-                writer.append(name, with_host_column(table, h.name))
+                writer.append(name, with_host_column(_shift_vm_ids(table, first_id), h.name))
+            first_id += len(h.vms)
             params = params if params is not None else facts["params"]
             hosts_facts.append({"cluster": h.cluster, "host": h.name, "seed": h.seed, "vms": h.vms,
                                 "event_count": facts["event_count"], "wall_time_s": facts["wall_time_s"],

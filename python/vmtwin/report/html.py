@@ -23,6 +23,7 @@ import plotly.graph_objects as go
 from vmtwin.export.atomic import atomic_output
 from vmtwin.report import figures
 from vmtwin.report.compare import COMPARED, compare_hosts, compare_runs
+from vmtwin.report.cluster import cluster_html, cluster_totals, is_cluster
 from vmtwin.report.pools import ROOT, pool_tree, pool_usage
 from vmtwin.report.summary import vm_summary
 from vmtwin.results import Results
@@ -307,6 +308,9 @@ def render_report(
     vm = _frame(res, "vm", ["time_s", "vm", "vm_id", "vcpus", "%USED", "%RDY", "%MLMTD", "used_mhz",
                             "entitlement_mhz", "demand_mhz", "shares", "reservation_mhz", "limit_mhz"])
     vcpu = _frame(res, "vcpu", ["time_s", "vm", "vm_id", "vcpu", "%RDY"])
+    cluster_blocks: list[str] = []
+    if is_cluster(host):  # a cluster run: its view, then the cluster as one host
+        cluster_blocks, host = cluster_html(host, vm, manifest), cluster_totals(host)
     summary = vm_summary(vm)
     name = str(manifest.get("scenario_name") or res.path.name)
     usage = pool_usage(vm, manifest)
@@ -363,6 +367,7 @@ def render_report(
             '<p class="subtitle">CPU resource management, esxtop counters '
             "(VM percentages are sums over the VM's vCPUs).</p>",
             f'<dl class="facts">{facts}</dl>',
+            *cluster_blocks,
             "<h2>Virtual machines</h2>",
             _summary_table(summary, vcpu, _vm_pools(manifest)),
             '<p class="note">Click a column header to sort. A vCPU ready 5% of the time is worth '
