@@ -22,9 +22,14 @@ def _cmd_cluster(args: argparse.Namespace) -> int:
 
     from vmtwin.cli import err, out
     from vmtwin.cluster.runner import run_cluster
+    from vmtwin.exceptions import VmtwinError
     from vmtwin.scenario import load_scenario
 
     sc = load_scenario(args.scenario)
+    if args.place_only:
+        return _place_only(sc, args)
+    if args.output is None:
+        raise VmtwinError("-o/--output: got nothing; allowed: the results folder to write (or --place-only)")
     progress = None
     if err.is_terminal:
         def progress(done: int, total: int) -> None:
@@ -50,6 +55,30 @@ def _cmd_cluster(args: argparse.Namespace) -> int:
     return 0
 
 
+def _place_only(sc, args: argparse.Namespace) -> int:
+    """Validate and place, print where every VM goes, run nothing."""
+    from rich.table import Table
+
+    from vmtwin.cli import out
+    from vmtwin.cluster.runner import plan_cluster
+
+    plan = plan_cluster(sc, seed=args.seed, duration=args.duration)
+    p = plan.placement.to_pandas()
+    t = Table(title=f"{sc.name}: {len(plan.hosts)} hosts, {len(p)} VMs placed")
+    for col in ("cluster", "host", "VMs", "vCPUs", "entitlement (MHz)", "headroom (MHz)", "overcommitted"):
+        t.add_column(col)
+    for h in plan.hosts:
+        on = p[p["host"] == h.name]
+        hs = h.spec["host"]
+        cap = hs["sockets"] * hs["numa_nodes_per_socket"] * hs["llcs_per_node"] * hs["cores_per_llc"] \
+            * hs["threads_per_core"] * hs["core_mhz"]
+        ent = float(on["entitlement_mhz"].sum())
+        t.add_row(h.cluster, h.name, str(len(on)), str(int(on["vcpus"].sum())), f"{ent:.0f}", f"{cap - ent:.0f}",
+                  str(int(on["overcommitted"].sum())))
+    out.print(t)
+    return 0
+
+
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "cluster", help="run a scenario with clusters of hosts: place the VMs, run every host",
@@ -58,7 +87,9 @@ def register(subparsers) -> None:
                     "have a host column, plus a placement table (docs/cluster.md).",
         epilog="example: vmtwin cluster scenarios/cluster-mixed.yaml -o results/cluster --workers 2")
     p.add_argument("scenario", help="scenario YAML with a clusters: section")
-    p.add_argument("-o", "--output", required=True, help="results folder to write")
+    p.add_argument("-o", "--output", help="results folder to write")
+    p.add_argument("--place-only", action="store_true", help="validate and place, print where the VMs go, "
+                                                             "run nothing")
     p.add_argument("--workers", type=_workers, help="worker processes (default: every core); the tables are "
                                                     "the same whatever the number")
     p.add_argument("--seed", type=int, help="override the scenario's seed")
