@@ -29,6 +29,10 @@ pub struct SimSpec {
     pub pools: Vec<PoolSpec>,
     /// virtual machines
     pub vms: Vec<VmSpec>,
+    /// the execution-speed model (`perf/`): machine tunables and per-VM workload profiles; the
+    /// model is off when this is absent
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub perf: Option<crate::perf::PerfSpec>,
 }
 
 /// Host hardware.

@@ -4,6 +4,18 @@
 use super::walk::WalkParams;
 use crate::{invalid, VmtwinResult};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The scenario's execution-speed section: machine tunables and the profiled VMs, by name. VMs
+/// without a profile get no `vcpu_perf` rows; without this section the model does not run.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PerfSpec {
+    /// machine tunables
+    pub params: PerfParams,
+    /// workload profile per VM name
+    pub vms: BTreeMap<String, PerfProfile>,
+}
 
 /// The machine as the execution-speed model sees it. Every field name carries its unit or its
 /// doc says it is dimensionless.

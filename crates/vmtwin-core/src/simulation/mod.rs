@@ -19,6 +19,7 @@ use crate::wiring::Slab;
 use crate::{invalid, VmtwinError, VmtwinResult};
 
 mod memory;
+mod perf;
 mod storage;
 
 /// Upper bound on vCPUs per VM: vSphere 8's maximum.
@@ -56,6 +57,8 @@ pub struct Simulation {
     /// the memory subsystem, when the scenario models memory
     mem: Option<MemHost>,
     mem_events: Slab<MemEvent>,
+    /// the execution-speed model, when the scenario profiles a VM
+    perf: Option<crate::perf::PerfModel>,
     now: Time,
     events: u64,
     log: Vec<(Time, String)>,
@@ -218,10 +221,12 @@ impl Simulation {
             storage_events: Slab::default(),
             mem: None,
             mem_events: Slab::default(),
+            perf: None,
             now: 0,
             events: 0,
             log: Vec::new(),
         };
+        sim.perf = sim.build_perf()?;
         for vm in 0..sim.vms.len() {
             if vm % Self::ADMISSIONS_PER_CHECK == 0 && !keep_going() {
                 return Err(VmtwinError::Simulation(format!("interrupted while powering on VMs ({vm} of {})", sim.vms.len())));
@@ -306,7 +311,11 @@ impl Simulation {
     /// The sampled tables: the CPU side's `host`, `vm`, `vcpu`, `pcpu`, then each subsystem's.
     pub fn tables(&self) -> Vec<(&'static str, &Table)> {
         let s = &self.sampler;
-        vec![("host", &s.host), ("vm", &s.vm), ("vcpu", &s.vcpu), ("pcpu", &s.pcpu)]
+        let mut v = vec![("host", &s.host), ("vm", &s.vm), ("vcpu", &s.vcpu), ("pcpu", &s.pcpu)];
+        if let Some(p) = &self.perf {
+            v.push(("vcpu_perf", &p.table));
+        }
+        v
     }
 
     /// One sampled table by name.
@@ -318,7 +327,11 @@ impl Simulation {
     /// [`Simulation::tables`]). A run drained as it goes holds one drain's rows.
     pub fn drain_tables(&mut self) -> Vec<(&'static str, Table)> {
         let s = &mut self.sampler;
-        vec![("host", s.host.take()), ("vm", s.vm.take()), ("vcpu", s.vcpu.take()), ("pcpu", s.pcpu.take())]
+        let mut v = vec![("host", s.host.take()), ("vm", s.vm.take()), ("vcpu", s.vcpu.take()), ("pcpu", s.pcpu.take())];
+        if let Some(p) = &mut self.perf {
+            v.push(("vcpu_perf", p.table.take()));
+        }
+        v
     }
 
     /// Power on VM `vm` now; admission control may refuse its reservation.
@@ -419,6 +432,7 @@ impl Simulation {
                 let core = self.topo.core_mhz as f64;
                 let rows: Vec<VmRow> = self.vms.iter().map(|v| vm_row(v, since, t, core)).collect();
                 self.sampler.sample(t, &self.sched, &rows, self.topo.core_mhz);
+                self.sample_perf(t);
                 self.queue.push(t + self.spec.sample_interval_ns, Event::Sample);
             }
             Event::PowerOn { vm } => {

@@ -1,0 +1,135 @@
+//! The execution-speed model inside a run: its table accounts for every run nanosecond, it does not
+//! change what the scheduler does, and co-runners it reads from the pCPUs cost what the closed
+//! form says.
+
+mod common;
+
+use common::*;
+use vmtwin_core::metrics::{Column, Table};
+use vmtwin_core::perf::{LayerProfile, PerfProfile, PerfSpec, WalkParams};
+use vmtwin_core::spec::SimSpec;
+use vmtwin_core::Simulation;
+
+fn profile(ws: u64) -> PerfProfile {
+    let walk = WalkParams { guest_levels: 3, host_levels: 3, ..WalkParams::default() };
+    PerfProfile {
+        unit: "bop".into(),
+        virtualized: true,
+        user: LayerProfile { instructions_per_unit: 50_000.0, cpi_core: 0.9, walks_per_kinstr: 1.0, llc_refs_per_kinstr: 8.0, llc_base_miss_ratio: 0.05, walk: walk.clone() },
+        kernel: LayerProfile { instructions_per_unit: 5_000.0, cpi_core: 2.0, walks_per_kinstr: 3.0, walk, ..LayerProfile::default() },
+        hyp: LayerProfile { instructions_per_unit: 1_000.0, cpi_core: 3.0, ..LayerProfile::default() },
+        working_set_bytes: ws,
+    }
+}
+
+fn with_perf(mut s: SimSpec, ws: u64) -> SimSpec {
+    let mut p = PerfSpec::default();
+    for v in &s.vms {
+        p.vms.insert(v.name.clone(), profile(ws));
+    }
+    s.perf = Some(p);
+    s
+}
+
+fn col<'a>(t: &'a Table, name: &str) -> &'a [f64] {
+    match t.column(name).unwrap_or_else(|| panic!("no column {name}")) {
+        Column::F64(v) => v,
+        c => panic!("{name} is {}", c.dtype()),
+    }
+}
+
+fn run(s: SimSpec) -> Simulation {
+    let mut sim = Simulation::new(s).unwrap();
+    sim.run().unwrap();
+    sim
+}
+
+#[test]
+fn every_run_nanosecond_becomes_cycles_and_the_cpu_tables_do_not_change() {
+    let base = spec(4, 20 * S, vec![vm("a", 2, 2000, 0, None, busy()), vm("b", 3, 3000, 0, None, busy()), vm("c", 1, 1000, 0, Some(500), busy())]);
+    let plain = run(base.clone());
+    let sim = run(with_perf(base, 1 << 20));
+    let names: Vec<&str> = sim.tables().iter().map(|(n, _)| *n).collect();
+    assert_eq!(names, ["host", "vm", "vcpu", "pcpu", "vcpu_perf"]);
+    assert_eq!(plain.tables().len(), 4, "no perf section, no table");
+    for ((n, a), (_, b)) in plain.tables().iter().zip(sim.tables()) {
+        // byte for byte (NaN limits compare unequal as floats)
+        let bytes = |t: &Table| t.columns.iter().map(|(c, v)| (*c, v.to_le_bytes())).collect::<Vec<_>>();
+        assert_eq!(bytes(a), bytes(b), "table {n} changed with the model on");
+    }
+    let t = sim.table("vcpu_perf").unwrap();
+    assert_eq!(t.rows(), 10 * 6, "one row per vCPU per 2 s sample");
+    let Some(Column::U64(run_ns)) = t.column("run_ns") else { panic!() };
+    let cycles = col(t, "cycles");
+    let mut total_run = 0u64;
+    for (r, c) in run_ns.iter().zip(cycles) {
+        assert!((c - *r as f64 * CORE_MHZ as f64 / 1000.0).abs() <= 1e-6 * c.max(1.0));
+        total_run += r;
+    }
+    // the run time the model saw is the scheduler's
+    let used: u64 = (0..6).map(|v| sim.sched().vcpus[v].time_ns[0]).sum();
+    assert_eq!(total_run, used);
+    // parts add up to totals
+    for name in ["instructions", "cycles", "tlb_misses", "walk_cycles", "ept_walk_cycles", "llc_misses"] {
+        let total = col(t, name);
+        let parts: Vec<&[f64]> = ["user", "kernel", "hyp"].iter().map(|l| col(t, &format!("{name}_{l}"))).collect();
+        for i in 0..t.rows() {
+            let s: f64 = parts.iter().map(|p| p[i]).sum();
+            assert!((s - total[i]).abs() <= 1e-9 * total[i].max(1.0), "{name} row {i}");
+        }
+    }
+}
+
+#[test]
+fn a_vm_alone_retires_f_t_over_its_cpi() {
+    // one busy 1-vCPU VM on a 1-core host: no co-runner, no move, working set fits
+    let sim = run(with_perf(spec(1, 10 * S, vec![vm("a", 1, 1000, 0, None, busy())]), 1 << 20));
+    let t = sim.table("vcpu_perf").unwrap();
+    let p = profile(1 << 20);
+    let stall = 100.0; // default llc_miss_stall_cycles
+    let nested = |n: f64, m: f64| n * 12.5 + (n * m + m) * 3.0; // default reference costs
+    let per_unit = 50_000.0 * (0.9 + 1.0 / 1000.0 * nested(3.0, 3.0) + 8.0 / 1000.0 * 0.05 * stall)
+        + 5_000.0 * (2.0 + 3.0 / 1000.0 * nested(3.0, 3.0))
+        + 1_000.0 * 3.0;
+    let cpi = per_unit / 56_000.0;
+    for (c, i) in col(t, "cycles").iter().zip(col(t, "instructions")) {
+        assert!((i - c / cpi).abs() <= 1e-9 * i, "{i} vs {}", c / cpi);
+    }
+    assert!(col(t, "llc_corunners").iter().all(|&k| k == 0.0));
+    assert_eq!(p.unit, "bop");
+}
+
+#[test]
+fn a_co_runner_on_the_llc_costs_what_the_capacity_model_says() {
+    // working set = the whole LLC: alone on a 1-core LLC it fits, two busy VMs on a 2-core LLC
+    // each get half of it
+    let ws = 8 << 20;
+    let alone = run(with_perf(spec(1, 10 * S, vec![vm("a", 1, 1000, 0, None, busy())]), ws));
+    let pair = run(with_perf(spec(2, 10 * S, vec![vm("a", 1, 1000, 0, None, busy()), vm("b", 1, 1000, 0, None, busy())]), ws));
+    let per_cycle = |sim: &Simulation| {
+        let t = sim.table("vcpu_perf").unwrap();
+        col(t, "work_units").iter().sum::<f64>() / col(t, "cycles").iter().sum::<f64>()
+    };
+    let k: Vec<f64> = col(pair.table("vcpu_perf").unwrap(), "llc_corunners").to_vec();
+    assert!(k.iter().all(|&x| (x - 1.0).abs() < 1e-3), "{k:?}");
+    // user-mode misses per reference go from 0.05 to 0.05 + 0.95 / 2; nothing else changes
+    let extra = 50_000.0 * 8.0 / 1000.0 * (0.95 / 2.0) * 100.0;
+    let nested = 3.0 * 12.5 + 12.0 * 3.0;
+    let base = 50_000.0 * (0.9 + nested / 1000.0 + 8.0 / 1000.0 * 0.05 * 100.0) + 5_000.0 * (2.0 + 3.0 * nested / 1000.0) + 3_000.0;
+    let expect = base / (base + extra);
+    let got = per_cycle(&pair) / per_cycle(&alone);
+    assert!((got - expect).abs() < 2e-3, "{got} vs {expect}");
+}
+
+#[test]
+fn profiles_are_checked_naming_the_vm() {
+    let mut s = with_perf(spec(2, S, vec![vm("a", 1, 1000, 0, None, busy()), vm("b", 1, 1000, 0, None, busy())]), 1);
+    s.perf.as_mut().unwrap().vms.get_mut("b").unwrap().kernel.cpi_core = -1.0;
+    let err = Simulation::new(s.clone()).unwrap_err().to_string();
+    assert!(err.contains("vms[1].perf.kernel.cpi_core: got -1"), "{err}");
+    let p = s.perf.as_mut().unwrap();
+    let b = p.vms.remove("b").unwrap();
+    p.vms.insert("nope".into(), b);
+    let err = Simulation::new(s).unwrap_err().to_string();
+    assert!(err.contains("perf.vms.nope"), "{err}");
+}
