@@ -156,6 +156,19 @@ clusters:
         assert vm["memory_bytes"] == t.mem_capacity * 1024
     res = run_cluster(sc, tmp_path / "bb", workers=1)
     assert res.sql("SELECT count(DISTINCT vm) AS n FROM vm")["n"].iloc[0] == 6
+    # each VM's trace is its demand: on uncontended hosts its mean use over the 10 minutes is
+    # the fragments' usage / capacity (clamped to [0, 1]) integrated over them, x vCPUs x 2600 MHz
+    frags = pq.read_table(BITBRAINS / "fragments.parquet").to_pandas()
+    used = res.sql("SELECT vm, avg(used_mhz) AS u FROM vm GROUP BY vm").set_index("vm")["u"]
+    assert res.sql('SELECT max("%RDY") AS r FROM vm')["r"].iloc[0] < 1.0
+    window_ms = 10 * 60 * 1000
+    for t in tasks.itertuples():
+        f = frags[frags["id"] == t.id]
+        start = np.concatenate([[0], np.cumsum(f["duration"].to_numpy())[:-1]])
+        overlap = np.clip(np.minimum(start + f["duration"].to_numpy(), window_ms) - start, 0, None)
+        frac = np.clip(f["cpu_usage"].to_numpy() / t.cpu_capacity, 0.0, 1.0)
+        want = (frac * overlap).sum() / window_ms * t.cpu_count * 2600
+        assert used[f"bb-{t.id}"] == pytest.approx(want, rel=2e-3, abs=2.0), (t.id, used[f"bb-{t.id}"], want)
 
 
 @settings(max_examples=150, deadline=None)
