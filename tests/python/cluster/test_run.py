@@ -189,3 +189,16 @@ def test_window_mean_is_the_mean_over_the_replayed_ticks(seg, util, offset, spee
         else:
             vals.append(0.0)
     assert window_mean(seg, u, offset, float(speedup), duration, loop) == pytest.approx(sum(vals) / span)
+
+
+def test_top_level_settings_reach_every_host():
+    """A host's scenario is the cluster scenario with that host: scheduler settings (and so a
+    fidelity, once there is one) apply to every host; seeds differ per host."""
+    sc = parse_scenario(MIXED.replace("sample_interval: 1s", "sample_interval: 1s\ncpu_scheduler: {quantum: 30ms}"))
+    plan = plan_cluster(sc)
+    assert len(plan.hosts) == 6
+    assert all(h.spec["cpu_sched"] == {"quantum_ns": 30_000_000} for h in plan.hosts)
+    assert all(h.spec["duration_ns"] == 12 * 10**9 and h.spec["sample_interval_ns"] == 10**9 for h in plan.hosts)
+    assert len({h.spec["seed"] for h in plan.hosts}) == 6
+    assert [h.spec["host"]["name"] for h in plan.hosts] == ["big", "small-1", "small-2", "t-1", "t-2", "t-3"]
+    assert plan.hosts[1].spec["host"]["core_mhz"] == 2000 and plan.hosts[0].spec["host"]["cores_per_llc"] == 8
