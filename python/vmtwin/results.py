@@ -293,7 +293,7 @@ def columns_from_engine(
 def with_host_column(table: pa.Table, host: str) -> pa.Table:
     """``table`` with a string column :data:`HOST_COLUMN` (every row ``host``) after ``time_s``."""
     at = 1 if table.num_columns and table.column_names[0] == "time_s" else 0
-    return table.add_column(at, HOST_COLUMN, pa.array([host] * table.num_rows, type=pa.string()))
+    return table.add_column(at, HOST_COLUMN, pa.repeat(pa.scalar(host, pa.string()), table.num_rows))
 
 
 def _json_default(obj: Any) -> Any:
