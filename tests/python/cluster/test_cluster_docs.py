@@ -3,7 +3,7 @@
 import re
 from pathlib import Path
 
-from test_errors import CASES
+from test_cluster_errors import CASES
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "cluster.md"
 
