@@ -313,11 +313,19 @@ def run_host(job: tuple[str, dict]) -> tuple[dict[str, pa.Table], dict[str, Any]
 Progress = Optional[Callable[[int, int], None]]
 
 
+def _named(host: str, call: Callable, *args: Any) -> Any:
+    """``call(*args)``; a vmtwin error (admission control refusing a VM, ...) names the host."""
+    try:
+        return call(*args)
+    except VmtwinError as exc:
+        raise type(exc)(f"host {host}: {exc}") from None
+
+
 def _results(jobs: list[tuple[str, dict]], workers: int, progress: Progress):
     """Yield each host's results in the jobs' order, from this process or a pool."""
     if workers <= 1 or len(jobs) <= 1:
         for i, job in enumerate(jobs):
-            yield run_host(job)
+            yield _named(job[0], run_host, job)
             if progress:
                 progress(i + 1, len(jobs))
         return
@@ -332,7 +340,7 @@ def _results(jobs: list[tuple[str, dict]], workers: int, progress: Progress):
     try:
         futures = [pool.submit(run_host, job) for job in jobs]
         for i, f in enumerate(futures):
-            yield f.result()
+            yield _named(jobs[i][0], f.result)
             futures[i] = None  # type: ignore[call-overload]  # its tables are written: free them
             if progress:
                 progress(i + 1, len(jobs))

@@ -78,3 +78,22 @@ def test_the_example_scenarios_place(cli, tmp_path):
     for name in ("cluster-mixed.yaml", "cluster-bitbrains.yaml", "cluster-planetlab.yaml"):
         plan = plan_cluster(root / name)
         assert plan.placement.num_rows > 0 and plan.hosts
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_host_refused_by_the_engine_names_the_host_and_writes_nothing(cli, tmp_path, workers):
+    path = tmp_path / "adm.yaml"
+    path.write_text("""
+duration: 5s
+resource_pools: [{name: rp, cpu: {reservation: 1000MHz, expandable_reservation: false}}]
+clusters:
+  - name: c
+    hosts: [{name: h, cores_per_llc: 2, count: 2}]
+vms:
+  - {name: a, pool: rp, cpu: {reservation: 1500MHz}, workload: {type: idle}}
+  - {name: b, workload: {type: idle}}
+""")
+    out = tmp_path / "out"
+    rc, _, err = cli("cluster", path, "-o", out, "--workers", workers)
+    assert rc == 2 and "error: host h-1: admission control refused 'a'" in err, err
+    assert not out.exists() and not list(tmp_path.glob(".out*"))
