@@ -117,36 +117,58 @@ pub fn water_level(capacity: f64, claims: &[Claim]) -> f64 {
         return 0.0;
     }
     // Breakpoints of F(lambda): at lo_i/s_i child i starts growing, at hi_i/s_i it stops.
-    // Each packed as (lambda bits, child, stops?): the bits of non-negative floats order like
-    // the values, so one integer sort orders by lambda, then child, starts before stops.
-    let mut points: Vec<u128> = Vec::with_capacity(2 * claims.len());
-    for (i, c) in claims.iter().enumerate() {
-        let i = (i as u128) << 1;
-        points.push((u128::from((c.lo / c.shares).to_bits()) << 64) | i);
-        points.push((u128::from((c.hi / c.shares).to_bits()) << 64) | i | 1);
-    }
-    points.sort_unstable();
-    // Walk lambda upward; F(lambda) = fixed + lambda * slope on each segment.
-    let mut fixed = lo_sum;
-    let mut slope = 0.0;
-    for &packed in &points {
-        let (point, i, starts) = (f64::from_bits((packed >> 64) as u64), (packed as u64 >> 1) as usize, packed & 1 == 0);
-        if fixed + point * slope >= capacity {
+    // Bracket lambda in (a, b) with F(a) < capacity <= F(b) and halve the breakpoints inside by
+    // their median (selection, not a sort). A child with no breakpoint inside is settled: on
+    // the whole bracket it contributes a constant (its floor or ceiling) or grows with lambda,
+    // so it moves into `fixed` or `slope` and drops out. Each round touches only the children
+    // still unsettled, at most the breakpoints left, which halve: O(n) in all, against the
+    // O(n log n) sort of walking every breakpoint (a third of a 1,024-VM host's run time).
+    let (mut a, mut b) = (0.0f64, f64::INFINITY);
+    let (mut fixed, mut slope) = (0.0f64, 0.0f64);
+    // (start, stop, child) of every child not yet settled
+    let mut open: Vec<(f64, f64, usize)> = claims.iter().enumerate().map(|(i, c)| (c.lo / c.shares, c.hi / c.shares, i)).collect();
+    let mut points: Vec<f64> = Vec::with_capacity(2 * claims.len());
+    loop {
+        let (lo_b, hi_b) = (a, b);
+        open.retain(|&(p, q, i)| {
+            let c = &claims[i];
+            if p >= hi_b {
+                fixed += c.lo;
+            } else if q <= lo_b {
+                fixed += c.hi;
+            } else if p <= lo_b && q >= hi_b {
+                slope += c.shares;
+            } else {
+                return true;
+            }
+            false
+        });
+        points.clear();
+        for &(p, q, _) in &open {
+            if a < p && p < b {
+                points.push(p);
+            }
+            if a < q && q < b {
+                points.push(q);
+            }
+        }
+        if points.is_empty() {
             break;
         }
-        let c = claims[i];
-        if starts {
-            fixed -= c.lo;
-            slope += c.shares;
+        let mid = points.len() / 2;
+        let m = *points.select_nth_unstable_by(mid, f64::total_cmp).1;
+        let f = fixed + slope * m + open.iter().map(|&(_, _, i)| (m * claims[i].shares).clamp(claims[i].lo, claims[i].hi)).sum::<f64>();
+        if f >= capacity {
+            b = m;
         } else {
-            fixed += c.hi;
-            slope -= c.shares;
+            a = m;
         }
     }
-    // Ceilings that all fit were handled above, so some child is still growing here.
+    // Every child is settled and F(lambda) = fixed + slope * lambda on [a, b]; some child grows
+    // there, since F(a) < capacity <= F(b).
     if slope > 0.0 {
-        (capacity - fixed) / slope
+        ((capacity - fixed) / slope).clamp(a, b)
     } else {
-        0.0
+        a
     }
 }
