@@ -33,6 +33,22 @@ pub struct SimSpec {
     /// model is off when this is absent
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub perf: Option<crate::perf::PerfSpec>,
+    /// how the host is simulated: every burst (`event`, the default) or one water-fill per
+    /// step (`fluid`, `fluid/`)
+    #[serde(default)]
+    pub fidelity: Fidelity,
+}
+
+/// How a host is simulated (`fidelity` in the scenario).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fidelity {
+    /// every burst of every vCPU is an event ([`crate::Simulation`])
+    #[default]
+    Event,
+    /// per step, each VM gets its entitlement from the pool tree's water-fill, with no
+    /// burst-level events ([`crate::fluid::FluidSim`])
+    Fluid,
 }
 
 /// Host hardware.
