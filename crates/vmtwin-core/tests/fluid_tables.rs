@@ -47,6 +47,7 @@ fn tables_have_the_event_modes_columns_in_order() {
     ev.run().unwrap();
     let mut fl = FluidSim::new(mixed()).unwrap();
     fl.run().unwrap();
+    assert_eq!(fl.tables().len(), 4);
     for ((name, e), (fname, f)) in ev.tables().iter().zip(fl.tables().iter()) {
         assert_eq!(name, fname);
         let shape = |t: &Table| t.columns.iter().map(|(n, c)| (n.to_string(), c.dtype())).collect::<Vec<_>>();
@@ -59,7 +60,7 @@ fn tables_have_the_event_modes_columns_in_order() {
 fn each_vcpus_states_add_up_to_its_powered_on_time() {
     let mut fl = FluidSim::new(mixed()).unwrap();
     fl.run().unwrap();
-    let [_, _, (_, vcpu), _] = fl.tables();
+    let vcpu = fl.tables()[2].1;
     let vm_ids = match column(vcpu, "vm_id") {
         Column::U32(v) => v.clone(),
         _ => unreachable!(),
@@ -81,13 +82,25 @@ fn each_vcpus_states_add_up_to_its_powered_on_time() {
 }
 
 #[test]
+fn sections_fluid_mode_does_not_model_are_refused() {
+    let mut s = mixed();
+    s.perf = Some(Default::default());
+    let err = FluidSim::new(s).unwrap_err().to_string();
+    assert!(err.starts_with("perf: ") && err.contains("fluid mode"), "{err}");
+    let mut s = mixed();
+    s.cpu_sched.cosched_mode = vmtwin_core::cpu::CoschedMode::Relaxed4x;
+    let err = FluidSim::new(s).unwrap_err().to_string();
+    assert!(err.starts_with("cpu_scheduler.cosched_mode: got relaxed-4x"), "{err}");
+}
+
+#[test]
 fn repeated_runs_are_byte_identical() {
     let run = || {
         let mut fl = FluidSim::new(mixed()).unwrap();
         fl.run_until(7 * S, &mut |_| true).unwrap();
         fl.set_vm_cpu(0, Some(500), None, Some(Some(1500))).unwrap();
         fl.run().unwrap();
-        fl.drain_tables().map(|(n, t)| (n, t.columns.iter().map(|(c, v)| (c.to_string(), v.to_le_bytes())).collect::<Vec<_>>()))
+        fl.drain_tables().into_iter().map(|(n, t)| (n, t.columns.iter().map(|(c, v)| (c.to_string(), v.to_le_bytes())).collect::<Vec<_>>())).collect::<Vec<_>>()
     };
     assert_eq!(run(), run());
 }

@@ -95,6 +95,9 @@ impl FluidSim {
     /// [`FluidSim::new`], asking `keep_going()` every 16 admissions whether to go on.
     pub fn new_interruptible(spec: SimSpec, keep_going: &mut dyn FnMut() -> bool) -> VmtwinResult<Self> {
         spec.cpu_sched.validate()?;
+        if let Some(section) = beyond_cpu(&spec) {
+            invalid!(section, "a section", "no such section in fluid mode: it models the CPU only (use fidelity: event)");
+        }
         if spec.cpu_sched.cosched_mode != CoschedMode::Off {
             invalid!("cpu_scheduler.cosched_mode", "relaxed-4x", "off in fluid mode (co-scheduling acts on bursts; use fidelity: event)");
         }
@@ -229,13 +232,13 @@ impl FluidSim {
     }
 
     /// The sampled tables: `host`, `vm`, `vcpu`, `pcpu`.
-    pub fn tables(&self) -> [(&'static str, &Table); 4] {
-        [("host", &self.host), ("vm", &self.vm_table), ("vcpu", &self.vcpu_table), ("pcpu", &self.pcpu_table)]
+    pub fn tables(&self) -> Vec<(&'static str, &Table)> {
+        vec![("host", &self.host), ("vm", &self.vm_table), ("vcpu", &self.vcpu_table), ("pcpu", &self.pcpu_table)]
     }
 
     /// Move the rows sampled since the last drain out: `host`, `vm`, `vcpu`, `pcpu`.
-    pub fn drain_tables(&mut self) -> [(&'static str, Table); 4] {
-        [
+    pub fn drain_tables(&mut self) -> Vec<(&'static str, Table)> {
+        vec![
             ("host", self.host.take()),
             ("vm", self.vm_table.take()),
             ("vcpu", self.vcpu_table.take()),
@@ -475,6 +478,16 @@ fn vcpu_row(c: &mut impl Cells, t: f64, vm: u32, idx: u32, d: &[u64; STATES], sp
     c.u64("mlmtd_ns", d[MLMTD]);
     c.u64("costop_ns", d[COSTOP]);
     c.u64("used_ns", d[RUN]);
+}
+
+/// The spec's sections fluid mode models; any other present (memory, storage, the
+/// execution-speed model, ..) is refused rather than ignored.
+const FLUID_SECTIONS: [&str; 8] = ["seed", "duration_ns", "sample_interval_ns", "host", "cpu_sched", "pools", "vms", "fidelity"];
+
+/// The first section of `spec` that is set and that fluid mode does not model.
+fn beyond_cpu(spec: &SimSpec) -> Option<String> {
+    let value = serde_json::to_value(spec).ok()?;
+    value.as_object()?.iter().find(|(k, v)| !v.is_null() && !FLUID_SECTIONS.contains(&k.as_str())).map(|(k, _)| k.clone())
 }
 
 /// Non-negative fractional ns rounded to the nearest integer.
