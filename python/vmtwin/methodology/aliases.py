@@ -40,6 +40,7 @@ _ALIASES: dict[str, tuple[str, ...]] = {
     "l2_ifetch_hits": ("l2_rqsts.ifetch_hit", "l2_rqsts.code_rd_hit"),
     "l2_ifetch_misses": ("l2_rqsts.ifetch_miss", "l2_rqsts.code_rd_miss"),
     "l1d_misses": ("l1d.repl", "l1-dcache-load-misses", "l1-dcache-misses-all", "l1d.replacement"),
+    "llc_misses": ("llc-load-misses", "longest_lat_cache.miss", "mem_load_retired.l3_miss"),
     "task_clock_ms": ("task-clock", "cpu-clock"),
     "context_switches": ("context-switches", "cs"),
     "cpu_migrations": ("cpu-migrations", "migrations"),

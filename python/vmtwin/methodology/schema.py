@@ -63,6 +63,7 @@ EVENTS: dict[str, tuple[str, str]] = {
     "l2_ifetch_misses": ("count", "instruction fetches that miss the L2"),
     "llc_ifetch_hits": ("count", "instruction fetches served by the LLC"),
     "l1d_misses": ("count", "L1 data cache misses"),
+    "llc_misses": ("count", "last-level cache misses (demand loads that go to memory)"),
     "task_clock_ms": ("count", "perf task-clock, milliseconds of CPU time"),
     "context_switches": ("count", "context switches"),
     "cpu_migrations": ("count", "CPU migrations"),

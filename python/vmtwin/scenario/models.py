@@ -23,6 +23,7 @@ from vmtwin.scenario._gc import gc_paused
 from vmtwin.scenario.checks import _semantic_errors
 from vmtwin.scenario.errors import _prefixed
 from vmtwin.scenario.limits import MAX_TIME_NS
+from vmtwin.scenario.perf import PerfMachine, VmPerf, engine_section
 from vmtwin.scenario.fields import (
     POOL_SHARES,
     VM_SHARES_PER_VCPU,
@@ -193,6 +194,7 @@ class VM(_Model):
     power_on: Nanos = Field("0s", description="Power-on time from the start of the run, e.g. '30s'.")
     cpu: VmCpu = Field(default_factory=VmCpu, description="CPU shares, reservation, limit.")
     workload: Workload = Field(description="What the guest runs: type idle, cpu_bound or trace.")
+    perf: Optional[VmPerf] = Field(None, description="Execution-speed profile: counters and throughput (docs/execution-speed.md).")
     host: Optional[Name] = Field(None, description="Clusters only: pin the VM to this host (else placed by policy).")
     cluster: Optional[Name] = Field(None, description="Clusters only: the cluster to place the VM in (default: the first).")
 
@@ -224,6 +226,7 @@ class Scenario(_Model):
     cpu_scheduler: CpuScheduler = Field(default_factory=CpuScheduler, description="Optional CPU scheduler parameters.")
     resource_pools: list[ResourcePool] = Field(default_factory=list, description="Resource pools, nested via parent.")
     vms: list[VM] = Field(default_factory=list, description="The VMs (at least one, unless clusters replay trace sets).")
+    perf: Optional[PerfMachine] = Field(None, description="Execution-speed model's machine tunables (docs/execution-speed.md).")
     clusters: list[Cluster] = Field(default_factory=list, description="Clusters of hosts the VMs are placed on "
                                     "(instead of host; see docs/cluster.md).")
 
@@ -374,6 +377,7 @@ class Scenario(_Model):
             "cpu_sched": sched,
             "pools": pools,
             "vms": vms,
+            **engine_section(self),
         }
 
     def to_engine_json(self) -> str:
