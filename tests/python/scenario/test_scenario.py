@@ -249,6 +249,11 @@ def test_quickstart_is_overcommitted(shared_data):
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.name)
 def test_example_scenarios_load(path, shared_data):
     sc = load_scenario(path)
+    if sc.clusters:  # one engine spec per host (docs/cluster.md)
+        from vmtwin.cluster.runner import plan_cluster
+
+        json.dumps([h.spec for h in plan_cluster(sc).hosts])
+        return
     json.dumps(sc.to_engine_spec())
 
 
