@@ -29,6 +29,10 @@ pub struct SimSpec {
     pub pools: Vec<PoolSpec>,
     /// virtual machines
     pub vms: Vec<VmSpec>,
+    /// the storage subsystem (`storage/scenario.rs`): adapters, arrays, LUNs, VM disks, I/O
+    /// workloads, path events; absent when the scenario models no storage
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage: Option<crate::storage::StorageSection>,
     /// the execution-speed model (`perf/`): machine tunables and per-VM workload profiles; the
     /// model is off when this is absent
     #[serde(default, skip_serializing_if = "Option::is_none")]

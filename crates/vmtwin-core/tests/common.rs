@@ -48,6 +48,7 @@ pub fn spec(pcpus: u32, duration_ns: u64, vms: Vec<VmSpec>) -> SimSpec {
         pools: vec![],
         vms,
         perf: None,
+        storage: None,
         fidelity: Default::default(),
     }
 }

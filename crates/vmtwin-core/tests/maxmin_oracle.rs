@@ -226,6 +226,7 @@ fn base_spec(cores: u32, core_mhz: u64) -> SimSpec {
         pools: vec![],
         vms: vec![],
         perf: None,
+        storage: None,
         fidelity: Default::default(),
     }
 }

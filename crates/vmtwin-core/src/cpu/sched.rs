@@ -837,6 +837,21 @@ impl CpuSched {
         self.settle_cosched(now, q);
     }
 
+    /// After a finished burst `v` blocks on a resource (synchronous I/O, swap-in): WAIT
+    /// (esxtop %VMWAIT) until the caller wakes it ([`Self::wake`]) or lets it halt
+    /// ([`Self::wait_to_idle`]).
+    pub fn burst_done_wait(&mut self, p: u32, v: u32, now: Time, q: &mut EventQueue) {
+        self.set_state(v, now, VcpuState::Wait);
+        self.dispatch(p, now, q);
+        self.settle_cosched(now, q);
+    }
+
+    /// A vCPU blocked in WAIT whose wait is over halts (WAIT_IDLE) instead of running.
+    pub fn wait_to_idle(&mut self, v: u32, now: Time) {
+        debug_assert_eq!(self.vcpus[v as usize].state, VcpuState::Wait);
+        self.set_state(v, now, VcpuState::Idle);
+    }
+
     /// A vCPU held by a limit that may run on a pCPU that would otherwise idle, by letting its
     /// buckets (none of them in debt) run into at most [`LIMIT_BORROW_NS`] of debt (repaid
     /// before it is released again, so its long-run rate still never exceeds the limit; and

@@ -54,6 +54,8 @@ pub struct Simulation {
     /// the storage subsystem, when the scenario has storage
     storage: Option<Storage>,
     storage_events: Slab<StorageEvent>,
+    /// what the run loop keeps beside the storage subsystem (its tables, vCPUs waiting for I/O)
+    storage_run: Option<Box<storage::StorageRun>>,
     /// the memory subsystem, when the scenario models memory
     mem: Option<MemHost>,
     mem_events: Slab<MemEvent>,
@@ -219,6 +221,7 @@ impl Simulation {
             sampler,
             storage: None,
             storage_events: Slab::default(),
+            storage_run: None,
             mem: None,
             mem_events: Slab::default(),
             perf: None,
@@ -226,6 +229,7 @@ impl Simulation {
             events: 0,
             log: Vec::new(),
         };
+        sim.build_storage()?;
         sim.perf = sim.build_perf()?;
         for vm in 0..sim.vms.len() {
             if vm % Self::ADMISSIONS_PER_CHECK == 0 && !keep_going() {
@@ -315,6 +319,7 @@ impl Simulation {
         if let Some(p) = &self.perf {
             v.push(("vcpu_perf", &p.table));
         }
+        v.extend(self.storage_tables());
         v
     }
 
@@ -331,6 +336,7 @@ impl Simulation {
         if let Some(p) = &mut self.perf {
             v.push(("vcpu_perf", p.table.take()));
         }
+        v.extend(self.drain_storage_tables());
         v
     }
 
@@ -409,6 +415,10 @@ impl Simulation {
             }
             Event::SliceEnd { pcpu } => {
                 if let Some(v) = self.sched.slice_end(pcpu, t, &mut self.queue) {
+                    if self.storage_run.is_some() && self.issues_io(v) {
+                        self.start_vcpu_io(pcpu, v, t); // the workload goes on when the I/O completes
+                        return Some(ev);
+                    }
                     match self.workload_next(v, true) {
                         Next::Work(w) => self.sched.burst_done(pcpu, v, Some(w), t, &mut self.queue),
                         halt => {
@@ -433,6 +443,7 @@ impl Simulation {
                 let rows: Vec<VmRow> = self.vms.iter().map(|v| vm_row(v, since, t, core)).collect();
                 self.sampler.sample(t, &self.sched, &rows, self.topo.core_mhz);
                 self.sample_perf(t);
+                self.sample_storage(t);
                 self.queue.push(t + self.spec.sample_interval_ns, Event::Sample);
             }
             Event::PowerOn { vm } => {

@@ -24,12 +24,14 @@ pub mod device;
 pub mod hdd;
 pub mod params;
 pub mod psp;
+pub mod scenario;
 pub mod sfq;
 mod stack;
 pub mod workload;
 
 pub use counters::{DiskCounters, EsxtopDisk};
 pub use params::*;
+pub use scenario::{DiskSection, DiskWorkload, PathAction, PathEvent, StorageSection, VcpuIoSpec};
 pub use stack::{Completion, Storage};
 
 use crate::sim::Time;

@@ -7,10 +7,12 @@
 use crate::invalid;
 use crate::sim::{Time, NS_PER_MS, NS_PER_S, NS_PER_US};
 use crate::VmtwinResult;
+use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 
 /// Tunables of the VMM and kernel part of the stack.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct StackParams {
     /// Requests larger than this are split into pieces of at most this size, in bytes. Default
     /// 512 kB = 128 blocks of 4 kB: "the VMM splits requests larger than 512 kB" ([K] §4.2.1).
@@ -36,7 +38,8 @@ impl Default for StackParams {
 }
 
 /// How a spinning disk orders its on-board queue.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum HddOrder {
     /// first come, first served
     Fcfs,
@@ -48,7 +51,8 @@ pub enum HddOrder {
 
 /// A spinning disk (`hdd.rs`). Defaults describe a 7200 rpm 1 TB SATA drive [ext: typical
 /// datasheet values]; the seek curve is Ruemmler and Wilkes' square-root form [ext].
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct HddParams {
     /// Spindle speed in revolutions per minute (dimensionless count per minute). Default 7200 [ext].
     pub rpm: u32,
@@ -92,7 +96,8 @@ impl Default for HddParams {
 
 /// A directly attached SSD (`device.rs`): parallel channels, FCFS. Defaults are typical SATA
 /// SSD datasheet figures [ext].
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct SsdParams {
     /// Commands served at once (flash channels x dies that answer independently), dimensionless.
     /// Default 8 [ext].
@@ -116,7 +121,8 @@ impl Default for SsdParams {
 /// A dual-controller ALUA flash array (`array.rs`), shared by the LUNs it exports. Defaults
 /// are chosen for an all-flash array of the PSP Adaptive paper's era ([P] §4: "ALUA enabled
 /// array with 16 LUNs on SSD"); the paper gives no array figures.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct ArraySpec {
     /// Name LUNs refer to.
     pub name: String,
@@ -164,7 +170,8 @@ impl ArraySpec {
 }
 
 /// What serves a LUN's commands.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum DeviceSpec {
     /// An analytic device: `servers` parallel servers, FCFS, exponential service with the given
     /// mean. For checks against queueing theory.
@@ -178,7 +185,8 @@ pub enum DeviceSpec {
 }
 
 /// An HBA port.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct AdapterSpec {
     /// Name, e.g. `vmhba2`.
     pub name: String,
@@ -197,7 +205,8 @@ impl AdapterSpec {
 }
 
 /// One path of a LUN: an HBA port to one controller.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct PathSpec {
     /// The adapter (HBA port) name.
     pub adapter: String,
@@ -216,7 +225,8 @@ impl PathSpec {
 
 /// PSP Adaptive's tunables ([P] §3.3). The paper sets no threshold defaults ("set by the
 /// user"), so `ta_ns`, `tb_ns`, `tc_ns` must be given; the rest follow research/storage.md C3.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct AdaptiveParams {
     /// Latency on optimized paths above which write spread starts, in ns ([P] t_a).
     pub ta_ns: Time,
@@ -225,16 +235,67 @@ pub struct AdaptiveParams {
     /// Latency on un-optimized paths above which spreading is judged harmful, in ns ([P] t_c > t_a).
     pub tc_ns: Time,
     /// Monitoring window, in ns. Default 1 s (C3.3).
+    #[serde(default = "default_window_ns")]
     pub window_ns: Time,
     /// Windows between improvement checks while spreading, dimensionless. Default 5 (C3.6).
+    #[serde(default = "default_check_windows")]
     pub check_windows: u32,
     /// Required improvement of IOPS or throughput over the reference, dimensionless. Default
     /// 0.10 ([P] §3.3.3: "at least 10% improvement on either IOPS or throughput").
+    #[serde(default = "default_improvement")]
     pub improvement: f64,
     /// The esxcli on/off knob; off behaves as RR ([P] §3.3.2). Default on.
+    #[serde(default = "default_true")]
     pub enabled: bool,
     /// After a t_c stop, re-arm only once AO latency falls below t_b (C3.7). Default true.
+    #[serde(default = "default_true")]
     pub tc_sticky: bool,
+}
+
+fn default_window_ns() -> Time {
+    NS_PER_S
+}
+fn default_check_windows() -> u32 {
+    5
+}
+fn default_improvement() -> f64 {
+    0.10
+}
+fn default_true() -> bool {
+    true
+}
+fn default_dqlen() -> u32 {
+    32
+}
+
+impl Default for PspSpec {
+    fn default() -> Self {
+        PspSpec::Fixed { preferred: 0 }
+    }
+}
+
+impl Default for ArraySpec {
+    fn default() -> Self {
+        ArraySpec::named("")
+    }
+}
+
+impl Default for AdapterSpec {
+    fn default() -> Self {
+        AdapterSpec::named("")
+    }
+}
+
+impl Default for PathSpec {
+    fn default() -> Self {
+        PathSpec::new("", 0)
+    }
+}
+
+impl Default for VmDiskSpec {
+    fn default() -> Self {
+        VmDiskSpec::new("", "")
+    }
 }
 
 impl AdaptiveParams {
@@ -245,7 +306,8 @@ impl AdaptiveParams {
 }
 
 /// A LUN's path selection policy.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "policy", rename_all = "snake_case", deny_unknown_fields)]
 pub enum PspSpec {
     /// VMW_PSP_FIXED: the preferred path (index into the LUN's paths) while it is up; fails back.
     Fixed { preferred: u32 },
@@ -262,22 +324,26 @@ pub enum PspSpec {
 pub const RR_DEFAULT_IOPS: u32 = 1000;
 
 /// A LUN (a datastore on one device).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct LunSpec {
     /// Name, e.g. `naa.600...` or `datastore1`.
     pub name: String,
     /// What serves it.
     pub device: DeviceSpec,
     /// Device queue depth (esxtop DQLEN), dimensionless. Default 32 ([K] §3: "The default is 32").
+    #[serde(default = "default_dqlen")]
     pub dqlen: u32,
     /// Path selection policy. Default FIXED on path 0.
+    #[serde(default)]
     pub psp: PspSpec,
     /// Paths, at least one.
     pub paths: Vec<PathSpec>,
 }
 
 /// A VM's virtual disk.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct VmDiskSpec {
     /// Name, e.g. `vm0:scsi0:0`.
     pub name: String,

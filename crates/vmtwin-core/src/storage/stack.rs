@@ -338,6 +338,11 @@ impl Storage {
         (&self.disk_names, &self.lun_names, &self.adapter_names)
     }
 
+    /// Whether path `p` (global index) is up.
+    pub fn path_up(&self, p: u32) -> bool {
+        self.paths[p as usize].up
+    }
+
     /// Number of paths over all LUNs.
     pub fn path_count(&self) -> usize {
         self.paths.len()

@@ -41,10 +41,12 @@
 use super::Op;
 use crate::sim::{Rng, Time, NS_PER_S};
 use crate::{VmtwinError, VmtwinResult};
+use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 /// An Iometer-like closed-loop worker.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Iometer {
     /// request size, bytes
     pub block_bytes: u32,
@@ -61,7 +63,8 @@ pub struct Iometer {
 }
 
 /// An open Poisson source.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PoissonSource {
     /// mean arrivals per second
     pub rate_per_s: f64,
@@ -78,7 +81,8 @@ pub struct PoissonSource {
 }
 
 /// A closed population of batch customers (FileBench-like).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct BatchWorkload {
     /// batch customers
     pub users: u32,
@@ -135,8 +139,10 @@ pub struct TraceReplay {
     pub speed: f64,
 }
 
-/// A generator's kind and settings.
-#[derive(Debug, Clone, PartialEq)]
+/// A generator's kind and settings (in the engine spec: `{"kind": "iometer", ...}`; trace
+/// replay is built from a file, not from the spec).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum WorkloadSpec {
     /// closed loop
     Iometer(Iometer),
@@ -145,6 +151,7 @@ pub enum WorkloadSpec {
     /// closed batches
     Batch(BatchWorkload),
     /// trace replay
+    #[serde(skip)]
     Trace(TraceReplay),
 }
 
