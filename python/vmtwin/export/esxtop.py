@@ -4,7 +4,8 @@
 named by a Windows-perfmon counter path ``\\\\<host>\\<object>(<instance>)\\<counter>``. This
 module writes the CPU objects vmtwin models, with esxtop's object and counter names:
 
-- ``Physical Cpu(_Total)``: the host's ``% Util Time`` and ``% Processor Time``.
+- ``Physical Cpu(_Total)``: the host's ``% Util Time`` and ``% Processor Time``; ``Physical
+  Cpu(<n>)``: the same two per pCPU (from the ``pcpu`` table).
 - ``Group Cpu(<GID>:<name>)``: one group per VM and per resource pool, with ``% Used``,
   ``% Run``, ``% Ready``, ``% Max Limited``, ``% Wait``, ``% VmWait``, ``% Idle``, ``% CoStop``. A pool
   group's values are the sums over the VMs in it and below it, as esxtop's pool groups sum
@@ -12,9 +13,8 @@ module writes the CPU objects vmtwin models, with esxtop's object and counter na
 - ``Vcpu(<GID>:<vm>:<WID>:vmx-vcpu-<k>:<vm>)``: one per vCPU world, the same eight counters.
 
 Departures from a real host's file are listed in ``docs/reference/counters.md`` (section
-"esxtop export"): the IDs are vmtwin's, not the kernel's; per-pCPU columns
-(``Physical Cpu(0)``, ...) are absent because the engine keeps no per-pCPU table; and the
-objects vmtwin does not model (memory, disk, network, interrupts, system groups) are absent.
+"esxtop export"): the IDs are vmtwin's, not the kernel's; and the objects vmtwin does not
+model (network, interrupts, system groups) are absent.
 """
 
 from __future__ import annotations

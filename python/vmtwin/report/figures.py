@@ -24,6 +24,7 @@ __all__ = [
     "RDY_GUIDES",
     "TOP_N",
     "host_cpu_figure",
+    "pcpu_figure",
     "pool_figure",
     "top_vms",
     "vcpu_ready_figure",
@@ -124,6 +125,53 @@ def host_cpu_figure(host: pd.DataFrame) -> go.Figure:
     fig.update_yaxes(title_text="%", range=[0, 105], row=2, col=1)
     fig.update_xaxes(title_text=_TIME, row=2, col=1)
     return _layout(fig, "Host CPU", height=580)
+
+
+#: pCPUs drawn in the per-pCPU figure (the busiest by mean %PCPU_UTIL; a cluster has thousands).
+PCPU_ROWS = 64
+
+
+def pcpu_figure(pcpu: pd.DataFrame, n: int = PCPU_ROWS) -> go.Figure:
+    """Per-pCPU utilisation: a heat map of ``%PCPU_UTIL`` by pCPU and time, and each pCPU's mean.
+
+    An even map says the scheduler spreads work over the host; stripes say some pCPUs idle while
+    others are busy (placement or balancing), which the host-wide figure averages away.
+
+    Parameters
+    ----------
+    pcpu : pandas.DataFrame
+        The ``pcpu`` table (with a ``host`` column in a cluster run: rows are then ``host/pCPU``).
+    n : int
+        pCPUs drawn, busiest (highest mean ``%PCPU_UTIL``) first.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+    """
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.8, 0.2], shared_yaxes=True, horizontal_spacing=0.02,
+                        subplot_titles=("%PCPU_UTIL over time", "mean"))
+    n_all = 0
+    if len(pcpu):
+        df = pcpu.copy()
+        df["label"] = (df["host"].astype(str) + "/" if "host" in df else "") + df["pcpu"].astype(int).astype(str)
+        means = df.groupby("label", sort=False)["%PCPU_UTIL"].mean()
+        n_all = len(means)
+        order = sorted(means.index, key=lambda k: (-float(means[k]), list(means.index).index(k)))[:n]
+        grid = df[df["label"].isin(order)].pivot_table(index="label", columns="time_s", values="%PCPU_UTIL",
+                                                        aggfunc="mean", sort=True).reindex(order)
+        fig.add_trace(go.Heatmap(z=grid.to_numpy(), x=grid.columns.to_numpy(), y=[f"pCPU {k}" for k in order],
+                                 zmin=0, zmax=100, colorscale="Blues", colorbar={"title": "%", "x": 1.02},
+                                 hovertemplate="%{y} at %{x} s: %{z:.1f}%<extra></extra>"), row=1, col=1)
+        fig.add_trace(go.Bar(x=[float(means[k]) for k in order], y=[f"pCPU {k}" for k in order], orientation="h",
+                             marker_color=PALETTE[0], showlegend=False,
+                             hovertemplate="%{y}: mean %{x:.1f}%<extra></extra>"), row=1, col=2)
+    fig.update_yaxes(autorange="reversed", row=1, col=1)
+    fig.update_xaxes(title_text=_TIME, row=1, col=1)
+    fig.update_xaxes(title_text="%", range=[0, 105], row=1, col=2)
+    fig = _layout(fig, f"Physical CPUs: {_shown(min(n, n_all), n_all, 'pCPUs', 'mean %PCPU_UTIL')}",
+                  height=max(360, 120 + 14 * min(n, max(n_all, 1))))
+    fig.update_layout(hovermode="closest")
+    return fig
 
 
 def vm_counter_figure(vm: pd.DataFrame, counter: str, title: str, ids: list[int] | None = None) -> go.Figure:

@@ -31,7 +31,7 @@ from vmtwin.results import Results
 __all__ = ["COMPARE_FIGURE_ID", "FIGURE_IDS", "render_report"]
 
 #: Ids of the ``<div class="figure">`` blocks every report has, in page order.
-FIGURE_IDS = ["fig-host-cpu", "fig-vm-used", "fig-vm-ready", "fig-vcpu-ready", "fig-vm-limits",
+FIGURE_IDS = ["fig-host-cpu", "fig-pcpu", "fig-vm-used", "fig-vm-ready", "fig-vcpu-ready", "fig-vm-limits",
               "fig-vm-entitlement", "fig-pools"]
 
 #: Id of the comparison figure, after :data:`FIGURE_IDS` when the report compares two runs.
@@ -297,7 +297,7 @@ def render_report(
     (settings of the last sample; mean %USED, %RDY, %MLMTD; p95 %RDY; %RDY per vCPU and of the
     worst vCPU; the VM's pool), the resource-pool tree (settings, usage and entitlement) and
     the figures, each in a ``<div class="figure" id=...>`` with the ids of :data:`FIGURE_IDS`:
-    host CPU, per-VM %USED, per-VM %RDY, per-vCPU %RDY with the 5% and 10% guide lines, limits,
+    host CPU, per-pCPU utilisation, per-VM %USED, per-VM %RDY, per-vCPU %RDY with the 5% and 10% guide lines, limits,
     mean %USED against entitlement, and pools over time. A ``<div id="report-ok">`` closes the
     page.
     """
@@ -308,6 +308,7 @@ def render_report(
     vm = _frame(res, "vm", ["time_s", "vm", "vm_id", "vcpus", "%USED", "%RDY", "%MLMTD", "used_mhz",
                             "entitlement_mhz", "demand_mhz", "shares", "reservation_mhz", "limit_mhz"])
     vcpu = _frame(res, "vcpu", ["time_s", "vm", "vm_id", "vcpu", "%RDY"])
+    pcpu = _frame(res, "pcpu", ["time_s", "pcpu", "%PCPU_UTIL"])
     cluster_blocks: list[str] = []
     if is_cluster(host):  # a cluster run: its view, then the cluster as one host
         cluster_blocks, host = cluster_html(host, vm, manifest), cluster_totals(host)
@@ -322,6 +323,7 @@ def render_report(
     shown = figures.top_vms(vm)
     figs = [
         figures.host_cpu_figure(host),
+        figures.pcpu_figure(pcpu),
         figures.vm_counter_figure(vm, "%USED", "%USED per VM", shown),
         figures.vm_counter_figure(vm, "%RDY", "%RDY per VM", shown),
         figures.vcpu_ready_figure(vcpu),
