@@ -8,7 +8,8 @@ hidden.
 
 >>> sorted(EXPERIMENTS)  # doctest: +NORMALIZE_WHITESPACE
 ['cpu-limit', 'cpu-reservation', 'cpu-shares', 'storage-table2', 'storage-table6', 'storage-tables13-15', 'tier1-hadoop',
- 'tier1-latency', 'tier1-oltp', 'tier1-presets', 'tier1-throughput', 'vatm-bootstorm', 'vatm-table1', 'vatm-trends']
+ 'tier1-latency', 'tier1-oltp', 'tier1-presets', 'tier1-sim-hadoop', 'tier1-sim-latency', 'tier1-sim-oltp',
+ 'tier1-throughput', 'vatm-bootstorm', 'vatm-table1', 'vatm-trends']
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from vmtwin.reproduce.cpu import CPU_EXPERIMENTS
 from vmtwin.reproduce.report import run_all
 from vmtwin.reproduce.storage import STORAGE_EXPERIMENTS
 from vmtwin.reproduce.tier1 import TIER1_EXPERIMENTS
+from vmtwin.reproduce.tier1_sim import TIER1_SIM_EXPERIMENTS
 from vmtwin.reproduce.vatm import VATM_EXPERIMENTS
 
-EXPERIMENTS: dict[str, Experiment] = {e.id: e for e in [*CPU_EXPERIMENTS, *TIER1_EXPERIMENTS, *VATM_EXPERIMENTS, *STORAGE_EXPERIMENTS]}
+EXPERIMENTS: dict[str, Experiment] = {e.id: e for e in [*CPU_EXPERIMENTS, *TIER1_EXPERIMENTS, *TIER1_SIM_EXPERIMENTS, *VATM_EXPERIMENTS, *STORAGE_EXPERIMENTS]}
 
 
 def get(experiment_id: str) -> Experiment:

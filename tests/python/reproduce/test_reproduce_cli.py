@@ -14,6 +14,8 @@ from vmtwin.reproduce import Experiment, Row
 IDS = ["cpu-shares", "cpu-reservation", "cpu-limit"]
 # the Tier-1 methodology's reproductions (tested in tests/python/methodology)
 ALL_IDS = IDS + ["tier1-throughput", "tier1-oltp", "tier1-hadoop", "tier1-latency", "tier1-presets"]
+# Tier-1 tables from simulated runs (tested in tests/python/methodology/test_simulated.py)
+ALL_IDS += ["tier1-sim-oltp", "tier1-sim-hadoop", "tier1-sim-latency"]
 # vATM's reproductions (tested in tests/python/manage)
 ALL_IDS += ["vatm-table1", "vatm-bootstorm", "vatm-trends"]
 ALL_IDS += ["storage-table2", "storage-table6", "storage-tables13-15"]
