@@ -125,7 +125,8 @@ class PerfMachine(_Model):
     def to_engine(self) -> dict[str, Any]:
         names = {"llc": "llc_bytes", "l2": "l2_bytes", "line": "line_bytes", "llc_refill_line": "llc_refill_line_ns",
                  "mem_refill_gb_per_s": "mem_refill_bytes_per_ns"}
-        return {names.get(k, k): v for k, v in self.model_dump(exclude_none=True, mode="python").items()}
+        # attributes, not model_dump: the unit fields serialize back to their file form ("4MB")
+        return {names.get(k, k): getattr(self, k) for k in type(self).model_fields if getattr(self, k) is not None}
 
 
 def engine_section(scenario: Any) -> dict[str, Any]:
