@@ -32,6 +32,39 @@ def register(subparsers) -> None:
                    help="request-response latencies (workload,native_us,virtual_us): fixed + variable overhead")
     p.add_argument("-o", "--output", required=True, help="folder for overhead.json and overhead.html")
     p.set_defaults(func=_cmd_overhead)
+    s = subparsers.add_parser(
+        "perf-stat", help="a simulated VM's counters as perf stat output and a run file for vmtwin overhead",
+        description="Write the execution-speed model's counters of one VM of a results folder (its vcpu_perf table) as "
+                    "`perf stat -x, -A -I` text plus a run file (JSON metadata), for one counter source: native_os "
+                    "(a VM whose profile is not virtualized), host_system (esx-emon-like: the hypervisor in kernel "
+                    "mode) or guest_vpmc (--vpmc-mode guest or hybrid). See docs/execution-speed.md.",
+        epilog=PERF_STAT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    s.add_argument("results", metavar="RESULTS", help="a results folder of a run with perf profiles")
+    s.add_argument("--vm", required=True, help="the profiled VM")
+    s.add_argument("--source", required=True, choices=("native_os", "host_system", "guest_vpmc"),
+                   help="which counter source to write")
+    s.add_argument("--vpmc-mode", choices=("guest", "hybrid"), help="with --source guest_vpmc: what the vPMC counts")
+    s.add_argument("--name", help="file name stem (default VM-SOURCE[-MODE])")
+    s.add_argument("-o", "--output", required=True, help="folder for NAME.json and NAME.perf.csv")
+    s.set_defaults(func=_cmd_perf_stat)
+
+
+PERF_STAT_EPILOG = """examples:
+  vmtwin run native.yaml -o runs/native && vmtwin run virtual.yaml -o runs/virtual
+  vmtwin perf-stat runs/native --vm db --source native_os -o counters
+  vmtwin perf-stat runs/virtual --vm db --source host_system -o counters
+  vmtwin perf-stat runs/virtual --vm db --source guest_vpmc --vpmc-mode guest -o counters
+  vmtwin overhead counters/db-native_os.json counters/db-host_system.json counters/db-guest_vpmc-guest.json \\
+      --basis native_total -o overhead"""
+
+
+def _cmd_perf_stat(args: argparse.Namespace) -> int:
+    from vmtwin.cli import out
+    from vmtwin.methodology.simulated import write_run
+
+    path = write_run(args.results, args.vm, args.output, args.source, args.vpmc_mode, name=args.name)
+    out.print(f"wrote {path} and {path.with_suffix('').with_suffix('.perf.csv')}")
+    return 0
 
 
 def _cmd_overhead(args: argparse.Namespace) -> int:
