@@ -76,8 +76,9 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     from vmtwin.scenario import load_scenario
     from vmtwin.sweep.dataset import check_destination, write_dataset
     from vmtwin.sweep.metrics import CONFIDENCE
-    from vmtwin.sweep.plan import plan_capacity, plan_info
+    from vmtwin.sweep.plan import DEFAULT_METRIC, plan_capacity, plan_info
 
+    args.metric = args.metric or DEFAULT_METRIC
     base = load_scenario(args.scenario)
     if args.output:
         check_destination(Path(args.output), args.force)
@@ -149,8 +150,8 @@ def register(subparsers) -> None:
         epilog="example: vmtwin plan scenarios/quickstart.yaml --profile web --bound 5")
     p.add_argument("scenario", help="scenario YAML")
     p.add_argument("--profile", required=True, help="name of the vms entry to add copies of")
-    p.add_argument("--metric", default="max(vcpu.%RDY)", help="metric bounded (default: max(vcpu.%%RDY), "
-                                                              "any vCPU's %%RDY over the run)")
+    p.add_argument("--metric", help="metric bounded (default: max(vcpu.%%RDY_CONTENDED), any vCPU's %%RDY "
+                                    "over the run less the time limits held it back, %%MLMTD)")
     p.add_argument("--bound", type=float, default=5.0, help="largest acceptable metric value (default 5)")
     p.add_argument("--seeds", type=int, default=3, help="replications per count (default 3)")
     p.add_argument("--seed", type=int, help="plan seed (default: the scenario's)")

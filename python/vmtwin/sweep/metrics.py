@@ -6,10 +6,18 @@ and demand MHz), per vCPU (``vcpu`` table: the % counters) and for the host (``h
 samples are those of the run's sample interval, equally spaced, so the mean of a % counter over
 the samples is the counter over the whole run (esxtop's % over a longer interval).
 
+One counter is derived: ``%RDY_CONTENDED`` = ``%RDY`` - ``%MLMTD`` per VM and vCPU. esxtop's
+``%RDY`` includes ``%MLMTD``, the time a vCPU was ready but held back by a CPU limit (its VM's or
+a pool's), so a limited VM shows ready time on an idle host; what is left is the ready time
+other VMs caused, the question a capacity plan asks (VMware's guidance reads ``%RDY`` minus
+``%MLMTD`` the same way). ``vmtwin plan`` bounds ``max(vcpu.%RDY_CONTENDED)`` by default.
+
 A **metric** turns one run into one number:
 
 ``max(vcpu.%RDY)``
-    the largest per-vCPU run mean: "any vCPU's %RDY" (what ``vmtwin plan`` bounds by default);
+    the largest per-vCPU run mean: "any vCPU's %RDY";
+``max(vcpu.%RDY_CONTENDED)``
+    the same without time held back by limits (what ``vmtwin plan`` bounds by default);
 ``mean(vm.%USED)``, ``min(...)``, ``sum(...)``
     the mean, least or total over the VMs (or vCPUs) of their run means;
 ``vm[web-1].%RDY``
@@ -35,7 +43,7 @@ import pyarrow as pa
 
 from vmtwin.exceptions import scenario_error
 
-__all__ = ["Metric", "parse_metric", "reduce_run", "metric_values", "t_interval", "DEFAULT_METRICS", "CONFIDENCE"]
+__all__ = ["CONTENDED", "Metric", "parse_metric", "reduce_run", "metric_values", "t_interval", "DEFAULT_METRICS", "CONFIDENCE"]
 
 #: Two-sided confidence of the intervals in summaries and plans.
 CONFIDENCE = 0.95
@@ -77,6 +85,9 @@ def parse_metric(text: str) -> Metric:
     raise scenario_error("metric", text, _ALLOWED)
 
 
+#: The derived counter: ready time from contention alone (see the module docs).
+CONTENDED = "%RDY_CONTENDED"
+
 #: Settings rather than measurements: a sweep's coordinates say what they were.
 _SETTINGS = ("reservation_mhz", "limit_mhz", "capacity_mhz")
 
@@ -111,6 +122,10 @@ def reduce_run(tables: dict[str, pa.Table]) -> dict[str, pa.Table]:
         for c in cols:
             values = t.column(c).to_numpy(zero_copy_only=False).astype(np.float64)
             body[c] = pa.array(np.bincount(inv, weights=values) / counts, pa.float64())
+        if "%RDY" in body and "%MLMTD" in body:
+            # a difference of means is the mean of the differences; clipped at 0 against rounding
+            rdy, lim = (body[c].to_numpy(zero_copy_only=False) for c in ("%RDY", "%MLMTD"))
+            body[CONTENDED] = pa.array(np.maximum(rdy - lim, 0.0), pa.float64())
         out[name] = pa.table(body)
     return out
 

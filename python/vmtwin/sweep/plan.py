@@ -5,8 +5,9 @@ The question, "how many more VMs like ``web`` fit on this host before any vCPU's
 ``added`` copies of the profile VM (a new ``vms`` entry, a copy of the profile's entry with
 ``count: added``, named ``plan-<profile>``), each count run with ``seeds`` replications.
 
-**Fits.** ``added = k`` fits when the metric (default ``max(vcpu.%RDY)``: the largest per-vCPU
-mean %RDY over the run, see :mod:`vmtwin.sweep.metrics`), averaged over the ``seeds``
+**Fits.** ``added = k`` fits when the metric (default ``max(vcpu.%RDY_CONTENDED)``: the largest
+per-vCPU mean %RDY over the run less the time held back by limits, see
+:mod:`vmtwin.sweep.metrics`), averaged over the ``seeds``
 replications, is at most ``bound``. The answer is the largest k that fits. The mean over seeds is
 an estimate; the report gives the t interval at the answer and at answer + 1 (the margin), so a
 planner can see how close the decision was and add seeds where the intervals straddle the bound.
@@ -42,9 +43,10 @@ __all__ = ["Evaluation", "Plan", "plan_capacity", "plan_info"]
 
 COORD = "added"
 
-#: The default question: any vCPU's %RDY above 5% (VMware's usual "ready time is a problem"
-#: threshold for a single vCPU, 5% of the interval).
-DEFAULT_METRIC = "max(vcpu.%RDY)"
+#: The default question: any vCPU's ready time from contention above 5% (VMware's usual "ready
+#: time is a problem" threshold for a single vCPU, 5% of the interval), not counting time a
+#: limit held it back (%MLMTD, inside esxtop's %RDY), which adding VMs neither causes nor cures.
+DEFAULT_METRIC = "max(vcpu.%RDY_CONTENDED)"
 DEFAULT_BOUND = 5.0
 
 

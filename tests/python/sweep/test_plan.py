@@ -72,3 +72,18 @@ def test_plan_cli_writes_plan_and_refuses_bad_input(tmp_path, capsys):
 def test_plan_refuses_unknown_profile():
     with pytest.raises(ScenarioError, match="busy"):
         plan_capacity(parse_scenario(_host(2, 1)), "web")
+
+
+def test_a_limited_vm_is_not_contention():
+    # on 3 pCPUs, a busy VM limited to a quarter of a pCPU beside one busy unlimited VM: esxtop's
+    # %RDY counts the 75% the limited one is held back (%MLMTD), which no added VM causes. The
+    # default metric leaves that out: one more busy VM fits (1 + 1 + 0.25 pCPUs), two do not
+    # (each of three busy vCPUs then waits 1 - 2.75/3 = 8% > 5%). Bounding plain %RDY answers 0.
+    yaml = _host(3, 1) + ("  - name: capped\n    cpu: {limit: 500MHz}\n"
+                          "    workload: {type: cpu_bound, duty: 1.0}\n")
+    sc = parse_scenario(yaml)
+    plan = plan_capacity(sc, "busy", seeds=1, workers=1)
+    assert plan.metric == "max(vcpu.%RDY_CONTENDED)"
+    assert plan.answer == 1 and plan.at_answer.mean < 1 and plan.above.mean > 5, plan
+    plain = plan_capacity(sc, "busy", metric="max(vcpu.%RDY)", seeds=1, workers=1)
+    assert plain.answer == 0 and plain.at_answer.mean > 70
