@@ -1,7 +1,7 @@
 //! Tunables of the proportional-share CPU scheduler, with units, defaults and sources.
 
 use super::cosched::CoschedMode;
-use crate::sim::{Time, NS_PER_MS, NS_PER_S};
+use crate::sim::{Time, NS_PER_MS, NS_PER_S, NS_PER_US};
 use serde::{Deserialize, Serialize};
 
 /// Scheduler tunables. Every field name carries its unit.
@@ -37,6 +37,46 @@ pub struct CpuSchedParams {
     /// Skew past which a leading vCPU is co-stopped, in ns. Default 3 ms: the paper's "a few
     /// milliseconds" (research/cpu.md C9).
     pub cosched_skew_threshold_ns: Time,
+    /// LLC-aware placement and load balancing (ESX 4, research/cpu.md A6.3), a switch (dimensionless): a waking
+    /// vCPU looks for an idle pCPU in its last pCPU's LLC before going further, and a pCPU that
+    /// pulls work looks at its own LLC's queues first. Off: the scheduler sees no caches (ESX
+    /// 3.x's "fixed migration cost"), every move within a node costs `migrate_cost_core_ns`.
+    /// Default on.
+    pub llc_aware: bool,
+    /// NUMA home nodes (research/cpu.md A6.1), a switch (dimensionless): each VM that fits in a node gets a home
+    /// node (the least loaded at power-on), its vCPUs wake onto idle pCPUs there before other
+    /// nodes, a pull onto another node costs `migrate_cost_node_ns`, and every
+    /// `numa_rebalance_period_ns` the most loaded node gives a VM to the least loaded one.
+    /// Default on.
+    pub numa_home_nodes: bool,
+    /// How often the NUMA balancer compares node loads, in ns. Default 2 s (research/cpu.md C28:
+    /// the commonly cited `Numa.RebalancePeriod`, unverified [X]).
+    pub numa_rebalance_period_ns: Time,
+    /// Node load difference, in pCPUs of demand per core of a node, above which the NUMA
+    /// balancer moves a VM's home, dimensionless. Default 0.1: chosen ([R]; the paper says only
+    /// "more heavily loaded", research/cpu.md A6.1).
+    pub numa_rebalance_imbalance: f64,
+    /// What the scheduler counts a move to another core of the same LLC as costing the vCPU, in
+    /// ns of its CPU time (L1/L2 refill): a pull takes a vCPU from another queue only if it is
+    /// owed this much more than the local candidate. Default 40 us: a 256 KB L2 is 4096 lines
+    /// refilled from the LLC at ~10 ns each ([R], research/cpu.md C18 asks for a parameter).
+    pub migrate_cost_core_ns: Time,
+    /// The same for a move to another LLC of the same node (the working set refetched from
+    /// memory), in ns. Default 800 us: an 8 MB LLC's 131,072 lines at ~10 GB/s ([R], C18).
+    pub migrate_cost_llc_ns: Time,
+    /// The same for a move to another NUMA node, or onto a node other than the vCPU's home, in ns.
+    /// Default 1.2 ms: the LLC refill at remote-memory speed, ~1.5x local ([R], C18).
+    pub migrate_cost_node_ns: Time,
+    /// CPU-load-based migration throttling (ESX 4, research/cpu.md A6.4), a switch (dimensionless): a ready vCPU
+    /// that contributed at least `migration_throttle_share` of its pCPU's load over the last
+    /// entitlement interval is not pulled away by another pCPU; it waits for its own. Default off: on
+    /// (as in ESX 4) it keeps CPU-bound vCPUs on pCPUs they carry while a pCPU beside them
+    /// holds two, which breaks the max-min allocation (docs/cpu-scheduler.md).
+    pub migration_throttle: bool,
+    /// The load contribution at which throttling keeps a vCPU where it is, dimensionless, in
+    /// (0, 1]. Default 0.9
+    /// (research/cpu.md C19: the paper's 95% example is throttled; "high" is all it says).
+    pub migration_throttle_share: f64,
 }
 
 impl Default for CpuSchedParams {
@@ -50,11 +90,33 @@ impl Default for CpuSchedParams {
             demand_ewma_weight: 0.5,
             cosched_mode: CoschedMode::Off,
             cosched_skew_threshold_ns: 3 * NS_PER_MS,
+            llc_aware: true,
+            numa_home_nodes: true,
+            numa_rebalance_period_ns: 2 * NS_PER_S,
+            numa_rebalance_imbalance: 0.1,
+            migrate_cost_core_ns: 40 * NS_PER_US,
+            migrate_cost_llc_ns: 800 * NS_PER_US,
+            migrate_cost_node_ns: 1200 * NS_PER_US,
+            migration_throttle: false,
+            migration_throttle_share: 0.9,
         }
     }
 }
 
 impl CpuSchedParams {
+    /// These tunables with NUMA home nodes and throttling off and moves free: the scheduler as
+    /// it was before locality was modelled (a pCPU pulls the lowest key on the host wherever it
+    /// is queued; a waking vCPU still prefers an idle pCPU in its last LLC, which that
+    /// scheduler did). For experiments that switch the policies off, and for comparing.
+    pub fn without_locality(mut self) -> Self {
+        self.numa_home_nodes = false;
+        self.migration_throttle = false;
+        self.migrate_cost_core_ns = 0;
+        self.migrate_cost_llc_ns = 0;
+        self.migrate_cost_node_ns = 0;
+        self
+    }
+
     /// Reject values the scheduler cannot run with, naming the field.
     pub fn validate(&self) -> crate::VmtwinResult<()> {
         use crate::invalid;
@@ -75,6 +137,15 @@ impl CpuSchedParams {
         }
         if self.cosched_skew_threshold_ns == 0 {
             invalid!("cpu_scheduler.cosched_skew_threshold", self.cosched_skew_threshold_ns, "a duration > 0");
+        }
+        if self.numa_rebalance_period_ns == 0 {
+            invalid!("cpu_scheduler.numa_rebalance_period", self.numa_rebalance_period_ns, "a duration > 0");
+        }
+        if !(self.numa_rebalance_imbalance >= 0.0 && self.numa_rebalance_imbalance.is_finite()) {
+            invalid!("cpu_scheduler.numa_rebalance_imbalance", self.numa_rebalance_imbalance, "a number >= 0");
+        }
+        if !(self.migration_throttle_share > 0.0 && self.migration_throttle_share <= 1.0) {
+            invalid!("cpu_scheduler.migration_throttle_share", self.migration_throttle_share, "a number in (0, 1]");
         }
         if matches!(self.cosched_mode, CoschedMode::Strict | CoschedMode::Relaxed3x) {
             invalid!("cpu_scheduler.cosched", "strict/relaxed-3x", "off or relaxed-4x (the engine simulates ESX 4's rule; ESX 2.x and 3.x gang co-start is not simulated yet)");

@@ -15,8 +15,8 @@
 //! None of its own: the scheduler counts dispatches and migrations.
 //!
 //! # Known gaps
-//! - Pulls ignore the cost of moving a vCPU away from its LLC or NUMA node; LLC- and NUMA-aware
-//!   load balancing comes with its own issue.
+//! - The tree answers "lowest key in this LLC / node" in O(1) only when the group is an aligned
+//!   power of two of pCPUs; other groups are scanned head by head.
 
 /// A float's bits mapped so that unsigned order is numeric order: flip every bit of a negative
 /// number, only the sign bit of a positive one.
@@ -149,6 +149,36 @@ impl QueueSet {
         self.queues[p as usize].head().map(id_of)
     }
 
+    /// The vCPU at the head of pCPU `p`'s queue, with its key.
+    #[inline]
+    pub fn head_entry(&self, p: u32) -> Option<(u32, f64)> {
+        self.queues[p as usize].head().map(|h| (id_of(h), key_of(h)))
+    }
+
+    /// The tree node whose subtree holds exactly the queues of pCPUs `lo..hi`, or 0 when the
+    /// range is not an aligned power of two (then [`Self::best_in`] scans it). Topology numbers
+    /// LLC and node mates adjacently, so on the usual power-of-two hosts every LLC and node is
+    /// one subtree and its best head an O(1) read.
+    pub fn subtree(&self, lo: usize, hi: usize) -> usize {
+        let n = hi - lo;
+        if n == 0 || !n.is_power_of_two() || lo % n != 0 || hi > self.queues.len() {
+            return 0;
+        }
+        (self.leaves + lo) / n
+    }
+
+    /// The queue holding the lowest `(key, seq)` among pCPUs `lo..hi` (`sub` from
+    /// [`Self::subtree`] for that range), with that key.
+    #[inline]
+    pub fn best_in(&self, sub: usize, lo: usize, hi: usize) -> Option<(u32, f64)> {
+        let k = if sub != 0 {
+            self.tree[sub]
+        } else {
+            (lo..hi).map(|p| self.tree[self.leaves + p]).min().unwrap_or(NO_HEAD)
+        };
+        (k != NO_HEAD).then(|| (id_of(k), key_of(k)))
+    }
+
     /// Give every queued vCPU a new key, `key(vcpu)`, keeping each one's queue and enqueue
     /// order (for ties), and rebuild the tree: one sort per queue instead of a re-insert per
     /// vCPU.
@@ -225,6 +255,23 @@ mod tests {
         assert_eq!(qs.best(), Some((0, 2.0)));
         assert_eq!(qs.pop(0), Some(3));
         assert_eq!(qs.best(), Some((1, 9.0)));
+    }
+
+    #[test]
+    fn best_in_a_range_agrees_with_a_scan() {
+        let mut qs = QueueSet::new(8);
+        let keys = [4.0, 9.0, 1.5, 7.0, 3.0, 8.0, 6.0, 2.5];
+        for (p, k) in keys.iter().enumerate() {
+            qs.push(p as u32, *k, p as u64, p as u32 + 100);
+        }
+        for (lo, hi) in [(0, 2), (2, 4), (4, 8), (0, 8), (0, 4), (1, 3), (3, 8), (5, 6)] {
+            let sub = qs.subtree(lo, hi);
+            let want = (lo..hi).min_by(|&a, &b| keys[a].total_cmp(&keys[b])).unwrap();
+            assert_eq!(qs.best_in(sub, lo, hi), Some((want as u32, keys[want])), "{lo}..{hi}");
+        }
+        assert_ne!(qs.subtree(4, 8), 0);
+        assert_eq!(qs.subtree(1, 3), 0);
+        assert_eq!(qs.head_entry(2), Some((102, 1.5)));
     }
 
     #[test]

@@ -11,11 +11,21 @@
 //! update weights change, every key is rescaled so that its lag in CPU time is kept, clamped to
 //! `max_lag_ns`, and rebased so the clock reads zero.
 //!
-//! Each pCPU has its own run queue. A pCPU that needs work takes the lowest key among its own
-//! queue's head and the other queues' heads (pull migration); a vCPU that wakes goes to an idle
-//! pCPU if there is one, preferring its last pCPU and then its LLC (push migration), and
-//! otherwise preempts the running vCPU with the highest key in its LLC if its own key is lower
-//! by more than a margin, or else queues on its last pCPU. Keys are not the whole rule: a vCPU
+//! Each pCPU has its own run queue. A vCPU is queued on its last pCPU. A pCPU that needs work
+//! takes the best of its own queue's head, its LLC's, its node's and the host's (pull
+//! migration; each an O(1) read of the run queues' tournament tree), where a head from another
+//! pCPU is charged what the move costs it in its virtual time (`migrate_cost_*`, by distance:
+//! another core of the LLC, another LLC, another node or off its NUMA home node): a vCPU is
+//! pulled from further away only when it is owed more than the move costs, so a pCPU keeps its
+//! own vCPUs unless fairness needs otherwise. A vCPU that wakes goes to an idle pCPU if there
+//! is one: its last pCPU, then its LLC, then its NUMA home node, then any (push migration,
+//! research/cpu.md C21); otherwise it preempts the running vCPU on its last pCPU if its own key
+//! is lower by more than a margin, else the one with the highest key in its LLC if lower by the
+//! margin plus a move's cost, or else queues on its last pCPU. Each VM that fits in a NUMA node
+//! has a home node (least loaded at power-on; the NUMA balancer moves one VM's home every
+//! `numa_rebalance_period_ns` when node loads differ by more than `numa_rebalance_imbalance`).
+//! CPU-load-based migration throttling (ESX 4, off by default, see its parameter) keeps a vCPU
+//! that made most of its pCPU's load from being pulled away. Keys are not the whole rule: a vCPU
 //! entitled to a whole pCPU, or on an uncommitted host one that gets all it wants, is displaced
 //! only by a vCPU entitled to at least as much (`displaceable`), because it can make lost time
 //! up only in the slack its entitlement leaves; without this, colliding wake-ups and limited
@@ -40,20 +50,29 @@
 //! # Tunables
 //! See [`CpuSchedParams`]: `quantum_ns` (50 ms), `wake_preempt_margin_ns` (1 ms),
 //! `max_lag_ns` (100 ms), `limit_burst_ns` (100 ms), `entitlement_interval_ns` (1 s),
-//! `demand_ewma_weight` (0.5).
+//! `demand_ewma_weight` (0.5); locality: `llc_aware` (on), `numa_home_nodes` (on),
+//! `numa_rebalance_period_ns` (2 s), `numa_rebalance_imbalance` (0.1), `migrate_cost_core_ns`
+//! (40 us), `migrate_cost_llc_ns` (800 us), `migrate_cost_node_ns` (1.2 ms),
+//! `migration_throttle` (off), `migration_throttle_share` (0.9).
+//! [`CpuSchedParams::without_locality`] gives the scheduler as it was before locality.
 //!
 //! # Counters
 //! Per vCPU, cumulative ns: `run`, `ready`, `mlmtd`, `wait`, `idle`, `used` (charged time; equal
-//! to run until hyperthread charging arrives). Per scheduler: `dispatches`, `preemptions`,
-//! `migrations`.
+//! to run until hyperthread charging arrives); `migrations`, `llc_migrations`,
+//! `node_migrations` (slices started on another pCPU, another LLC, another node); `home` (NUMA
+//! home node); `load_share`. Per scheduler: `dispatches`, `preemptions`, `migrations`,
+//! `llc_migrations`, `node_migrations`, `costops`, `numa_moves`.
 //!
 //! # Known gaps
-//! - Every vCPU is scheduled independently: co-scheduling (skew, co-stop), NUMA home nodes,
-//!   hyperthread charging and LLC-aware migration cost come with their own issue; the seams
-//!   are `place()` (where a waking vCPU goes) and `dispatch()` (which queue a pCPU pulls from).
-//! - No scheduler overhead is charged and migration is free, so a pCPU pulls the lowest key on
-//!   the host wherever it is queued: most dispatches migrate. ESX 4's load-based migration
-//!   throttling ([WP §3.3.1]) belongs with the migration-cost model.
+//! - Hyperthreading is not modelled (one vCPU per core); strict and relaxed-3x co-scheduling
+//!   are not in the engine; no scheduler cells, vSMP consolidation, inter-VM cache affinity or
+//!   extended fairness; wide VMs are not NUMA-managed (no NUMA clients).
+//! - Migration costs steer the scheduler's choices only: the vCPU is not slowed after a move
+//!   until the execution-speed model charges it. Memory does not follow a home move.
+//! - Home nodes are a preference, not a confinement: an idle pCPU on another node still takes
+//!   a vCPU (work conservation), so some dispatches cross nodes (on bench-64vm about 9%).
+//! - Within an LLC moves are cheap (40 us), so on an overcommitted host most wake-ups that
+//!   preempt still move the waker to another core of its LLC.
 //! - A VM's weight is split evenly over its vCPUs, whatever each vCPU demands.
 //! - The demand estimate counts READY time as demand, as runnable time is what a vCPU wanted;
 //!   on a host loaded near 100% by open-loop work, wake-ups colliding on busy pCPUs inflate the
@@ -104,6 +123,23 @@ const PROGRESS: [bool; STATES] = [true, false, false, false, true, false, false]
 
 /// No vCPU.
 pub const NONE: u32 = u32::MAX;
+
+/// Group adjacent cores by `level` (their LLC or node): the index ranges of the groups
+/// (`range[g]..range[g + 1]`) and each core's group, numbered densely from 0.
+fn groups(cores: &[crate::hw::Pcpu], level: impl Fn(&crate::hw::Pcpu) -> u32) -> (Vec<usize>, Vec<u32>) {
+    let mut range = vec![0];
+    for (p, w) in cores.windows(2).enumerate() {
+        if level(&w[1]) != level(&w[0]) {
+            range.push(p + 1);
+        }
+    }
+    range.push(cores.len());
+    let mut of = vec![0u32; cores.len()];
+    for g in 0..range.len() - 1 {
+        of[range[g]..range[g + 1]].fill(g as u32);
+    }
+    (range, of)
+}
 
 /// The tighter of two optional limits.
 fn min_limit(a: Option<f64>, b: Option<f64>) -> Option<f64> {
@@ -171,6 +207,20 @@ pub struct Vcpu {
     pub demand_since: Time,
     /// the estimate holds a measurement, not the power-on guess
     pub demand_measured: bool,
+    /// slices started on a pCPU other than its last one
+    pub migrations: u64,
+    /// of those, moves to a pCPU under another LLC
+    pub llc_migrations: u64,
+    /// of those, moves to a pCPU on another NUMA node
+    pub node_migrations: u64,
+    /// its NUMA home node, or [`NONE`] when its VM is not NUMA-managed (`numa_home_nodes` off,
+    /// a one-node host, or a VM wider than a node)
+    pub home: u32,
+    /// its share of its pCPU's load over the last entitlement interval, in [0, 1] (what
+    /// CPU-load-based migration throttling reads)
+    pub load_share: f64,
+    /// run ns at the last load-share update
+    run_mark: u64,
     /// its VM is co-scheduled (`cosched.rs`); kept per vCPU, beside the state the hot paths
     /// already read, like `limited`
     cosched: bool,
@@ -260,8 +310,14 @@ pub struct SchedStats {
     pub preemptions: u64,
     /// slices started on a pCPU other than the vCPU's last one
     pub migrations: u64,
+    /// of those, onto a pCPU under another LLC
+    pub llc_migrations: u64,
+    /// of those, onto a pCPU on another NUMA node
+    pub node_migrations: u64,
     /// vCPUs co-stopped (transitions into COSTOP)
     pub costops: u64,
+    /// VMs whose NUMA home node the balancer moved
+    pub numa_moves: u64,
 }
 
 /// The CPU scheduler of one host.
@@ -297,6 +353,25 @@ pub struct CpuSched {
     any_dirty: bool,
     /// scratch for one VM's siblings: progress (ns), progressing, running
     scratch: (Vec<Time>, Vec<bool>, Vec<bool>),
+    /// NUMA node of each pCPU, densely numbered from 0
+    node_of: Vec<u32>,
+    /// pCPUs of node `n` are `node_range[n]..node_range[n + 1]`
+    node_range: Vec<usize>,
+    /// per LLC and per node, the run-queue tree node holding exactly its queues (0: scan them)
+    llc_sub: Vec<usize>,
+    node_sub: Vec<usize>,
+    /// the scheduler's cost of a move, as ns of the vCPU's CPU time, by distance: none, another
+    /// core of the LLC, another LLC of the node, another node (`CpuSchedParams::migrate_cost_*`)
+    move_cost: [f64; 4],
+    /// pulls weigh distance (costs, throttling, LLC and node tiers); off, a pCPU takes the
+    /// lowest key on the host, as before locality was modelled
+    local_pull: bool,
+    /// per pCPU, busy ns at the last load-share update
+    busy_mark: Vec<u64>,
+    /// per VM, its home node or NONE
+    vm_home: Vec<u32>,
+    /// when the NUMA balancer last ran
+    last_rebalance: Time,
 }
 
 impl CpuSched {
@@ -326,30 +401,36 @@ impl CpuSched {
                     runnable_mark: 0,
                     demand_since: 0,
                     demand_measured: false,
+                    migrations: 0,
+                    llc_migrations: 0,
+                    node_migrations: 0,
+                    home: NONE,
+                    load_share: 0.0,
+                    run_mark: 0,
                     cosched: k > 1 && params.cosched_mode != CoschedMode::Off,
                     limited: false,
                 });
             }
         }
-        let mut llc_range = vec![0];
-        for (p, w) in cores.windows(2).enumerate() {
-            if w[1].llc != w[0].llc {
-                llc_range.push(p + 1);
-            }
-        }
-        llc_range.push(n);
-        // LLC numbers of the cores, renumbered densely from 0
-        let mut llc_of = vec![0u32; n];
-        for l in 0..llc_range.len() - 1 {
-            llc_of[llc_range[l]..llc_range[l + 1]].fill(l as u32);
-        }
+        let (llc_range, llc_of) = groups(&cores, |c| c.llc);
+        let (node_range, node_of) = groups(&cores, |c| c.node);
+        let queues = QueueSet::new(n);
+        let llc_sub = llc_range.windows(2).map(|w| queues.subtree(w[0], w[1])).collect();
+        let node_sub = node_range.windows(2).map(|w| queues.subtree(w[0], w[1])).collect();
+        let move_cost = [
+            0.0,
+            params.migrate_cost_core_ns as f64,
+            if params.llc_aware { params.migrate_cost_llc_ns } else { params.migrate_cost_core_ns } as f64,
+            params.migrate_cost_node_ns as f64,
+        ];
+        let local_pull = params.numa_home_nodes || params.migration_throttle || move_cost.iter().any(|&c| c > 0.0);
         CpuSched {
             vcpus,
             limiters: vec![Limiter::default(); vcpus_per_vm.len()],
             chains: (0..vcpus_per_vm.len() as u32).map(|vm| vec![vm]).collect(),
             stats: SchedStats::default(),
             pcpus: vec![Pcpu { running: NONE, run_guard: f64::NEG_INFINITY, ..Pcpu::default() }; n],
-            queues: QueueSet::new(n),
+            queues,
             llc_of,
             llc_range,
             idle: vec![true; n],
@@ -369,6 +450,15 @@ impl CpuSched {
             dirty: vec![0; vcpus_per_vm.len().div_ceil(64)],
             any_dirty: false,
             scratch: (Vec::new(), Vec::new(), Vec::new()),
+            node_of,
+            node_range,
+            llc_sub,
+            node_sub,
+            move_cost,
+            local_pull,
+            busy_mark: vec![0; n],
+            vm_home: vec![NONE; vcpus_per_vm.len()],
+            last_rebalance: 0,
             params,
         }
     }
@@ -457,10 +547,20 @@ impl CpuSched {
         }
     }
 
-    /// Power on VM `vm`'s vCPUs: they start halted (WAIT_IDLE), at the fair clock.
+    /// Power on VM `vm`'s vCPUs: they start halted (WAIT_IDLE), at the fair clock, and with
+    /// NUMA home nodes on, on the least loaded node that has room for the VM (see
+    /// [`Self::home_node_for`]).
     pub fn power_on(&mut self, vm: u32, now: Time) {
         let clock = self.clock.value(now);
         let vcpus = self.vcpus_of(vm);
+        if let Some(n) = self.home_node_for(vm) {
+            self.set_home(vm, n);
+            // start on the home node, spread by VM number within it
+            let (lo, hi) = (self.node_range[n as usize], self.node_range[n as usize + 1]);
+            for (i, vc) in self.vcpus[vcpus.clone()].iter_mut().enumerate() {
+                vc.pcpu = (lo + (vm as usize + i) % (hi - lo)) as u32;
+            }
+        }
         for vc in &mut self.vcpus[vcpus] {
             vc.time_ns[VcpuState::Off as usize] += now - vc.since;
             vc.since = now;
@@ -469,6 +569,104 @@ impl CpuSched {
             vc.runnable_mark = vc.runnable_ns();
             vc.demand_since = now;
         }
+    }
+
+    /// The node VM `vm` should call home at power-on: the one whose cores carry the fewest
+    /// vCPUs of NUMA-managed VMs (lowest-numbered on ties), or `None` when NUMA home nodes are
+    /// off, the host has one node, or the VM has more vCPUs than a node has cores (a wide VM,
+    /// not NUMA-managed without wide-VM support: research/cpu.md C26, ESX 4.0).
+    fn home_node_for(&self, vm: u32) -> Option<u32> {
+        let nodes = self.node_range.len() - 1;
+        let n = self.gangs[vm as usize].n as usize;
+        if !self.params.numa_home_nodes || nodes < 2 {
+            return None;
+        }
+        let cores = |i: usize| self.node_range[i + 1] - self.node_range[i];
+        let mut load = vec![0usize; nodes];
+        for (w, &h) in self.vm_home.iter().enumerate() {
+            if h != NONE {
+                load[h as usize] += self.gangs[w].n as usize;
+            }
+        }
+        (0..nodes)
+            .filter(|&i| n <= cores(i))
+            .min_by(|&a, &b| (load[a] * cores(b)).cmp(&(load[b] * cores(a))).then(a.cmp(&b)))
+            .map(|i| i as u32)
+    }
+
+    fn set_home(&mut self, vm: u32, node: u32) {
+        self.vm_home[vm as usize] = node;
+        let vcpus = self.vcpus_of(vm);
+        for vc in &mut self.vcpus[vcpus] {
+            vc.home = node;
+        }
+    }
+
+    /// VM `vm`'s NUMA home node, or [`NONE`].
+    pub fn home_of(&self, vm: u32) -> u32 {
+        self.vm_home[vm as usize]
+    }
+
+    /// The NUMA balancer (research/cpu.md A6.1): compare the nodes' loads, the summed demand
+    /// estimates of the vCPUs homed on each per core, and when the most loaded exceeds the least
+    /// loaded by more than `numa_rebalance_imbalance`, move the home of the VM whose move
+    /// narrows the gap most (and only if it narrows it) to the least loaded node. One move per
+    /// period, so homes move gradually; the vCPUs follow as they wake and are pulled (a move
+    /// onto the new home costs nothing, staying away from it costs a node move).
+    fn rebalance_numa(&mut self) {
+        let nodes = self.node_range.len() - 1;
+        if nodes < 2 {
+            return;
+        }
+        let cores: Vec<f64> = (0..nodes).map(|i| (self.node_range[i + 1] - self.node_range[i]) as f64).collect();
+        let mut demand = vec![0.0; self.vm_home.len()];
+        for vc in &self.vcpus {
+            if vc.state != VcpuState::Off {
+                demand[vc.vm as usize] += vc.demand;
+            }
+        }
+        let mut load = vec![0.0; nodes];
+        for (vm, &h) in self.vm_home.iter().enumerate() {
+            if h != NONE {
+                load[h as usize] += demand[vm];
+            }
+        }
+        let per_core = |i: usize, l: &[f64]| l[i] / cores[i];
+        let hi = (0..nodes).max_by(|&a, &b| per_core(a, &load).total_cmp(&per_core(b, &load)).then(b.cmp(&a))).expect("nodes");
+        let lo = (0..nodes).min_by(|&a, &b| per_core(a, &load).total_cmp(&per_core(b, &load)).then(a.cmp(&b))).expect("nodes");
+        let gap = per_core(hi, &load) - per_core(lo, &load);
+        if gap <= self.params.numa_rebalance_imbalance {
+            return;
+        }
+        let mut best: Option<(f64, usize)> = None;
+        for (vm, &h) in self.vm_home.iter().enumerate() {
+            let fits = self.gangs[vm].n as f64 <= cores[lo];
+            if h as usize != hi || demand[vm] <= 0.0 || !fits {
+                continue;
+            }
+            let after = ((load[hi] - demand[vm]) / cores[hi] - (load[lo] + demand[vm]) / cores[lo]).abs();
+            if after < gap && best.is_none_or(|(b, _)| after < b) {
+                best = Some((after, vm));
+            }
+        }
+        if let Some((_, vm)) = best {
+            self.set_home(vm as u32, lo as u32);
+            self.stats.numa_moves += 1;
+        }
+    }
+
+    /// Each vCPU's share of its pCPU's load since the last call: the ns it ran over the ns its
+    /// pCPU was busy (what CPU-load-based migration throttling reads).
+    fn update_load_shares(&mut self, now: Time) {
+        let busy: Vec<u64> = (0..self.pcpus.len()).map(|p| self.pcpu_busy_ns(p as u32, now)).collect();
+        for vc in &mut self.vcpus {
+            let run = vc.time_ns[VcpuState::Run as usize];
+            let p = vc.pcpu as usize;
+            let span = busy[p] - self.busy_mark[p];
+            vc.load_share = if span == 0 { 0.0 } else { ((run - vc.run_mark) as f64 / span as f64).min(1.0) };
+            vc.run_mark = run;
+        }
+        self.busy_mark = busy;
     }
 
     /// Set (or clear) the CPU limit of the VM `vm`.
@@ -577,7 +775,7 @@ impl CpuSched {
         }
         let last = self.vcpus[v as usize].pcpu;
         if self.idle_count > 0 {
-            let target = self.idle_pcpu_near(last);
+            let target = self.idle_pcpu_near(v, last);
             self.start(target, v, now, q);
             return;
         }
@@ -590,10 +788,11 @@ impl CpuSched {
         // displace it at all (see `displaceable`). A guarded waker (a whole pCPU, or all it
         // wants on an uncommitted host) also displaces, whatever the keys, a vCPU entitled to
         // less, which has more slack to wait in: the one entitled to least.
-        let victim = if self.vcpus[v as usize].cosched {
-            self.victim::<true>(v, last, now)
-        } else {
-            self.victim::<false>(v, last, now)
+        let victim = match (self.vcpus[v as usize].cosched, self.local_pull) {
+            (true, true) => self.victim::<true, true>(v, last, now),
+            (true, false) => self.victim::<true, false>(v, last, now),
+            (false, true) => self.victim::<false, true>(v, last, now),
+            (false, false) => self.victim::<false, false>(v, last, now),
         };
         if victim == NONE {
             self.enqueue(last, v);
@@ -617,19 +816,29 @@ impl CpuSched {
     /// sibling's pCPU is never taken: it may be the very sibling whose progress lets the waker
     /// run; the flag is a constant so that VMs without co-scheduling do not pay for the check.
     #[inline(always)]
-    fn victim<const SKIP_SIBLINGS: bool>(&self, v: u32, last: u32, now: Time) -> u32 {
+    fn victim<const SKIP_SIBLINGS: bool, const LOCAL: bool>(&self, v: u32, last: u32, now: Time) -> u32 {
         let vm = self.vcpus[v as usize].vm;
         let key = self.vcpus[v as usize].key + self.params.wake_preempt_margin_ns as f64;
         let alloc = self.vcpus[v as usize].alloc;
         let reach = alloc + GUARD_EPS;
         let guarded = self.vcpus[v as usize].guard > f64::NEG_INFINITY;
+        let now_f = ns_f(now);
+        if LOCAL && !guarded {
+            // the waker's last pCPU first (C21's lexicographic order): its vCPU is preempted
+            // whenever it may be at all, and no move is paid
+            let pc = &self.pcpus[last as usize];
+            let eligible = !(pc.run_guard > reach || (SKIP_SIBLINGS && pc.run_vm == vm));
+            if eligible && pc.run_key0 + now_f * pc.run_inv_weight > key {
+                return last;
+            }
+        }
         let mut victim = NONE;
-        let mut worst = key;
+        // taking another core's pCPU costs the waker a move, in its virtual time
+        let mut worst = if LOCAL { key + self.move_cost[1] * self.vcpus[v as usize].inv_weight } else { key };
         let mut slackest = alloc - GUARD_EPS;
         let mut by_slack = NONE;
         let llc = self.llc_of[last as usize] as usize;
         let (lo, hi) = (self.llc_range[llc], self.llc_range[llc + 1]);
-        let now_f = ns_f(now);
         // no pCPU is idle here (checked by the caller), so every one in the LLC has a running
         // vCPU
         for (p, pc) in self.pcpus[lo..hi].iter().enumerate() {
@@ -654,24 +863,51 @@ impl CpuSched {
         }
     }
 
-    /// An idle pCPU: `last` itself, else one in its LLC, else the lowest-numbered.
-    fn idle_pcpu_near(&self, last: u32) -> u32 {
+    /// An idle pCPU for `v`: its last pCPU, else one in that pCPU's LLC (`llc_aware`), else one
+    /// in its home node (or, without one, its last pCPU's node), else the lowest-numbered. The
+    /// order of research/cpu.md C21 (whole and partial cores are the same until hyperthreading
+    /// is modelled).
+    fn idle_pcpu_near(&self, v: u32, last: u32) -> u32 {
         if self.idle[last as usize] {
             return last;
         }
-        let llc = self.llc_of[last as usize];
-        let mut any = NONE;
+        let llc = if self.params.llc_aware { self.llc_of[last as usize] } else { NONE };
+        if !self.params.numa_home_nodes {
+            // LLC, then the lowest-numbered
+            let mut any = NONE;
+            for p in 0..self.pcpus.len() {
+                if self.idle[p] {
+                    if self.llc_of[p] == llc {
+                        return p as u32;
+                    }
+                    if any == NONE {
+                        any = p as u32;
+                    }
+                }
+            }
+            return any;
+        }
+        let home = self.vcpus[v as usize].home;
+        let node = if home != NONE { home } else { self.node_of[last as usize] };
+        let (mut in_node, mut any) = (NONE, NONE);
         for p in 0..self.pcpus.len() {
             if self.idle[p] {
-                if self.llc_of[p] == llc {
+                if self.llc_of[p] == llc && (home == NONE || self.node_of[p] == home) {
                     return p as u32;
+                }
+                if in_node == NONE && self.node_of[p] == node {
+                    in_node = p as u32;
                 }
                 if any == NONE {
                     any = p as u32;
                 }
             }
         }
-        any
+        if in_node != NONE {
+            in_node
+        } else {
+            any
+        }
     }
 
     #[inline]
@@ -684,7 +920,7 @@ impl CpuSched {
     /// Give free pCPU `p` the ready vCPU with the lowest key on the host (pulling it from
     /// another pCPU's queue if need be), or leave `p` idle.
     fn dispatch(&mut self, p: u32, now: Time, q: &mut EventQueue) {
-        while let Some((qp, _)) = self.queues.best() {
+        while let Some((qp, _)) = self.pick(p) {
             let v = self.queues.pop(qp).expect("best queue is not empty");
             if self.costop_if_blocked(v, now) {
                 continue;
@@ -722,9 +958,10 @@ impl CpuSched {
         let vc = &mut self.vcpus[v as usize];
         if vc.pcpu != p {
             self.stats.migrations += 1;
-            vc.pcpu = p;
+            self.count_move(v, p);
         }
         self.stats.dispatches += 1;
+        let vc = &mut self.vcpus[v as usize];
         let mut slice = self.params.quantum_ns.min(vc.work_left);
         if vc.limited | vc.cosched {
             slice = self.start_bound(v, slice);
@@ -742,6 +979,30 @@ impl CpuSched {
         pc.run_alloc = run_alloc;
         pc.run_vm = run_vm;
         q.set_timer(p, now + slice, Event::SliceEnd { pcpu: p });
+    }
+
+    /// Count `v`'s move from its last pCPU to `p` at every level it crosses, and make `p` its
+    /// last pCPU.
+    #[inline]
+    fn count_move(&mut self, v: u32, p: u32) {
+        let vc = &mut self.vcpus[v as usize];
+        let from = vc.pcpu as usize;
+        vc.migrations += 1;
+        vc.pcpu = p;
+        if self.llc_of[from] != self.llc_of[p as usize] {
+            self.count_far_move(v, from, p);
+        }
+    }
+
+    /// The rarer part of [`Self::count_move`]: a move to another LLC, perhaps another node.
+    #[inline]
+    fn count_far_move(&mut self, v: u32, from: usize, p: u32) {
+        let node = (self.node_of[from] != self.node_of[p as usize]) as u64;
+        let vc = &mut self.vcpus[v as usize];
+        vc.llc_migrations += 1;
+        vc.node_migrations += node;
+        self.stats.llc_migrations += 1;
+        self.stats.node_migrations += node;
     }
 
     /// What a starting vCPU's limits and co-scheduling do: the slice its buckets allow (see
@@ -894,7 +1155,7 @@ impl CpuSched {
             return;
         }
         let key = self.vcpus[v as usize].key;
-        match self.queues.best() {
+        match self.pick(p) {
             Some((qp, best)) if best < key && self.displaceable(v, qp) => {
                 self.set_state(v, now, VcpuState::Ready);
                 if self.vcpus[v as usize].guard > f64::NEG_INFINITY {
@@ -909,6 +1170,93 @@ impl CpuSched {
             }
             _ => self.start(p, v, now, q),
         }
+    }
+
+    /// The queue pCPU `p` should take its next vCPU from, with that vCPU's key plus what moving
+    /// it to `p` costs (in its virtual time), or `None` when nothing may run on `p`.
+    ///
+    /// Without locality this is the lowest key on the host. With it, the candidates are the
+    /// heads of `p`'s own queue, of its LLC's queues, of its node's and of the host's (each an
+    /// O(1) read of the run-queue tree), each charged the cost of its move (`move_cost`, by
+    /// distance; a move onto a node other than the vCPU's home costs a node move): a vCPU is
+    /// pulled from further away only when it is owed more than the move costs, so most
+    /// dispatches stay local while no vCPU falls behind by more than a move's cost. A throttled
+    /// candidate (it made most of its own pCPU's load, `migration_throttle`) is not pulled.
+    #[inline(always)]
+    fn pick(&self, p: u32) -> Option<(u32, f64)> {
+        let host = self.queues.best()?;
+        if !self.local_pull || host.0 == p {
+            return Some(host);
+        }
+        self.pick_local(p, host)
+    }
+
+    /// [`Self::pick`] when distance counts and the host's best is queued elsewhere: the best
+    /// score among `p`'s own head, the host's best and, when that lies outside `p`'s LLC (node),
+    /// the LLC's (node's) best. A move never costs less than nothing, so a candidate whose key
+    /// is no lower than the best score so far is not scored.
+    #[inline(never)]
+    fn pick_local(&self, p: u32, host: (u32, f64)) -> Option<(u32, f64)> {
+        let pi = p as usize;
+        let (mut bq, mut best) = match self.queues.head_entry(p) {
+            Some((_, k)) => (p, k),
+            None => (NONE, f64::INFINITY),
+        };
+        let (hq, hk) = host;
+        if hk < best {
+            if let Some(s) = self.move_score(p, hq, hk) {
+                if s < best {
+                    (bq, best) = (hq, s);
+                }
+            }
+        }
+        let (llc, node) = (self.llc_of[pi] as usize, self.node_of[pi] as usize);
+        let h = hq as usize;
+        if self.params.llc_aware && self.llc_of[h] as usize != llc {
+            if let Some((q, k)) = self.queues.best_in(self.llc_sub[llc], self.llc_range[llc], self.llc_range[llc + 1]) {
+                if q != p && k < best {
+                    if let Some(s) = self.move_score(p, q, k) {
+                        if s < best {
+                            (bq, best) = (q, s);
+                        }
+                    }
+                }
+            }
+            let sub = self.node_sub[node];
+            if self.node_of[h] as usize != node && sub != 0 && sub != self.llc_sub[llc] {
+                if let Some((q, k)) = self.queues.best_in(sub, self.node_range[node], self.node_range[node + 1]) {
+                    if q != p && k < best {
+                        if let Some(s) = self.move_score(p, q, k) {
+                            if s < best {
+                                (bq, best) = (q, s);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        (bq != NONE).then_some((bq, best))
+    }
+
+    /// The key of the head of queue `qp` plus what moving it to pCPU `p` costs, in its virtual
+    /// time, or `None` if migration throttling keeps it on its own pCPU.
+    #[inline]
+    fn move_score(&self, p: u32, qp: u32, key: f64) -> Option<f64> {
+        let v = self.queues.head(qp).expect("a candidate queue is not empty");
+        let vc = &self.vcpus[v as usize];
+        if self.params.migration_throttle && vc.load_share >= self.params.migration_throttle_share {
+            return None;
+        }
+        let (pi, qi) = (p as usize, qp as usize);
+        let node = self.node_of[pi];
+        let level = if node != self.node_of[qi] || (vc.home != NONE && vc.home != node) {
+            3
+        } else if self.llc_of[pi] != self.llc_of[qi] {
+            2
+        } else {
+            1
+        };
+        Some(key + self.move_cost[level] * vc.inv_weight)
     }
 
     /// May the head of queue `qp` take running vCPU `v`'s pCPU (besides having the lower key)?
@@ -1153,6 +1501,13 @@ impl CpuSched {
             vc.demand = if vc.demand_measured { w * frac + (1.0 - w) * vc.demand } else { frac };
             vc.demand_measured = true;
         }
+        if self.params.migration_throttle {
+            self.update_load_shares(now);
+        }
+        if self.params.numa_home_nodes && now - self.last_rebalance >= self.params.numa_rebalance_period_ns {
+            self.last_rebalance = now;
+            self.rebalance_numa();
+        }
     }
 
     /// Set every vCPU's weight and entitlement (pCPUs) at `now`: `share(v)` gives both. Every key is rescaled so that its
@@ -1226,5 +1581,58 @@ impl CpuSched {
     /// Number of vCPUs queued or held (READY or MLMTD).
     pub fn ready_count(&self) -> usize {
         self.queues.len() + self.limiters.iter().map(|s| s.held.len()).sum::<usize>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::HostSpec;
+
+    fn sched(params: CpuSchedParams) -> CpuSched {
+        let host = HostSpec { name: "h".into(), sockets: 2, numa_nodes_per_socket: 1, llcs_per_node: 2,
+            cores_per_llc: 2, threads_per_core: 1, core_mhz: 2000, memory_bytes: 1 << 34 };
+        CpuSched::new(&Topology::new(&host).unwrap(), params, &[1, 1, 1])
+    }
+
+    /// research/cpu.md C19: a vCPU that made 95% of its pCPU's load is not pulled to an idle
+    /// pCPU (it waits for its own), one that made 50% is.
+    #[test]
+    fn migration_throttling_keeps_a_vcpu_that_carries_its_pcpu() {
+        let mut s = sched(CpuSchedParams { migration_throttle: true, ..CpuSchedParams::default() });
+        s.vcpus[0].pcpu = 1;
+        s.queues.push(1, 0.0, 1, 0);
+        s.vcpus[0].load_share = 0.95;
+        assert_eq!(s.pick(0), None, "throttled: pCPU 0 stays idle");
+        s.vcpus[0].load_share = 0.5;
+        assert_eq!(s.pick(0).map(|(q, _)| q), Some(1));
+        // switched off, even the heavy one moves
+        let mut s = sched(CpuSchedParams { migration_throttle: false, ..CpuSchedParams::default() });
+        s.queues.push(1, 0.0, 1, 0);
+        s.vcpus[0].load_share = 0.95;
+        assert_eq!(s.pick(0).map(|(q, _)| q), Some(1));
+    }
+
+    /// A pull weighs distance: pCPU 0 takes its own head over a remote vCPU owed less than the
+    /// move costs, and the remote one once it is owed more. Costs by distance: same LLC, other
+    /// LLC on the node, other node.
+    #[test]
+    fn a_pull_pays_the_move_by_distance() {
+        let p = CpuSchedParams::default();
+        let (core, llc, node) = (p.migrate_cost_core_ns as f64, p.migrate_cost_llc_ns as f64, p.migrate_cost_node_ns as f64);
+        for (remote, cost) in [(1u32, core), (2, llc), (5, node)] {
+            let mut s = sched(p.clone());
+            s.vcpus[0].pcpu = 0;
+            s.queues.push(0, 1e6, 1, 0);
+            s.vcpus[1].pcpu = remote;
+            // weight 1: the cost in virtual time is the cost in ns
+            s.queues.push(remote, 1e6 - 0.9 * cost, 2, 1);
+            assert_eq!(s.pick(0), Some((0, 1e6)), "remote pCPU {remote}: owed less than the move");
+            let mut s = sched(p.clone());
+            s.queues.push(0, 1e6, 1, 0);
+            s.vcpus[1].pcpu = remote;
+            s.queues.push(remote, 1e6 - 1.1 * cost, 2, 1);
+            assert_eq!(s.pick(0).map(|(q, _)| q), Some(remote), "remote pCPU {remote}: owed more");
+        }
     }
 }
