@@ -133,3 +133,21 @@ fn profiles_are_checked_naming_the_vm() {
     let err = Simulation::new(s).unwrap_err().to_string();
     assert!(err.contains("perf.vms.nope"), "{err}");
 }
+
+#[test]
+fn hyperthreaded_and_multi_llc_hosts_map_the_schedulers_pcpus() {
+    // 2 LLCs x 2 cores x 2 threads: two busy 1-vCPU VMs. Whatever the scheduler's pCPUs are (cores
+    // while it runs one vCPU per core, or threads), each vCPU sees co-runners only on its own LLC.
+    let mut s = with_perf(spec(2, 10 * S, vec![vm("a", 1, 1000, 0, None, busy()), vm("b", 1, 1000, 0, None, busy())]), 1 << 20);
+    s.host.llcs_per_node = 2;
+    s.host.cores_per_llc = 2;
+    s.host.threads_per_core = 2;
+    let sim = run(s);
+    let t = sim.table("vcpu_perf").unwrap();
+    assert_eq!(t.rows(), 2 * 5);
+    let k = col(t, "llc_corunners");
+    let sib = col(t, "sibling_busy");
+    assert!(k.iter().chain(sib).all(|&x| (0.0..=1.0 + 1e-9).contains(&x)), "{k:?} {sib:?}");
+    let cycles: f64 = col(t, "cycles").iter().sum();
+    assert!((cycles - 2.0 * 10.0 * CORE_MHZ as f64 * 1e6).abs() < 1e-6 * cycles, "both vCPUs ran the whole run");
+}

@@ -262,19 +262,24 @@ fn perf_row(c: &mut impl Cells, t: f64, vm: u32, idx: u32, f: &VcpuFacts, e: &Ex
 }
 
 impl PerfModel {
-    /// A model for these VMs' profiles (index = VM) on `topo`, with `vcpus` vCPUs in all.
-    pub fn new(params: PerfParams, profiles: Vec<Option<PerfProfile>>, topo: &Topology, vcpus: usize) -> Self {
-        let n = topo.len();
-        let llcs = topo.pcpus.iter().map(|p| p.llc + 1).max().unwrap_or(0) as usize;
+    /// A model for these VMs' profiles (index = VM) on `topo`, with `vcpus` vCPUs in all, for a
+    /// scheduler with `sched_pcpus` pCPUs: every logical processor, or (while the scheduler runs
+    /// one vCPU per core) the first thread of each core, in topology order.
+    pub fn new(params: PerfParams, profiles: Vec<Option<PerfProfile>>, topo: &Topology, vcpus: usize, sched_pcpus: usize) -> Self {
+        let seen: Vec<_> = if sched_pcpus == topo.len() {
+            topo.pcpus.clone()
+        } else {
+            topo.pcpus.iter().filter(|p| p.thread == 0).copied().collect()
+        };
+        assert_eq!(seen.len(), sched_pcpus, "the scheduler's pCPUs are the topology's threads or its cores");
+        let n = seen.len();
+        let llcs = seen.iter().map(|p| p.llc + 1).max().unwrap_or(0) as usize;
         let mut llc_pcpus = vec![Vec::new(); llcs];
-        for (i, p) in topo.pcpus.iter().enumerate() {
+        for (i, p) in seen.iter().enumerate() {
             llc_pcpus[p.llc as usize].push(i as u32);
         }
         let sibling = (0..n)
-            .map(|i| {
-                let me = topo.pcpus[i];
-                (0..n).find(|&j| j != i && topo.pcpus[j].core == me.core).unwrap_or(i) as u32
-            })
+            .map(|i| (0..n).find(|&j| j != i && seen[j].core == seen[i].core).unwrap_or(i) as u32)
             .collect();
         let mut schema = Vec::new();
         perf_row(&mut schema, 0.0, 0, 0, &VcpuFacts::default(), &Executed::default());
@@ -282,7 +287,7 @@ impl PerfModel {
             params,
             profiles,
             mhz: topo.core_mhz as f64,
-            llc_of: topo.pcpus.iter().map(|p| p.llc).collect(),
+            llc_of: seen.iter().map(|p| p.llc).collect(),
             sibling,
             llc_pcpus,
             prev_run: vec![0; vcpus],

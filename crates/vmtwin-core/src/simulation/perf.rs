@@ -20,7 +20,7 @@ impl Simulation {
             profile.validate(&format!("vms[{i}].perf"))?;
             profiles[i] = Some(profile.clone());
         }
-        Ok(Some(PerfModel::new(spec.params.clone(), profiles, &self.topo, self.sched.vcpus.len())))
+        Ok(Some(PerfModel::new(spec.params.clone(), profiles, &self.topo, self.sched.vcpus.len(), self.sched.pcpu_count())))
     }
 
     /// One sample of the model (the scheduler is accounted up to `t`).
