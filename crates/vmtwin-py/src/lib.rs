@@ -1,5 +1,6 @@
 //! PyO3 bindings of vmtwin-core: thin wrappers only, no engine logic.
 
+mod engine;
 mod error;
 mod exceptions;
 mod simulation;

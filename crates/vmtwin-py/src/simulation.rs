@@ -13,8 +13,9 @@ use crate::exceptions::{ScenarioError, SimulationError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use crate::engine::Engine;
 use vmtwin_core::spec::SimSpec;
-use vmtwin_core::{Simulation, VmtwinError};
+use vmtwin_core::VmtwinError;
 
 /// Events run between two checks for Ctrl-C (about 0.1 s of engine time at 10 M events/s).
 const EVENTS_PER_SIGNAL_CHECK: u64 = 1 << 20;
@@ -22,7 +23,7 @@ const EVENTS_PER_SIGNAL_CHECK: u64 = 1 << 20;
 /// A simulation built from a normalized engine spec (JSON).
 #[pyclass(name = "Simulation", module = "vmtwin._core")]
 pub struct PySimulation {
-    sim: Simulation,
+    sim: Engine,
     /// the panic message, once the engine has panicked (its state is then not trusted)
     broken: Option<String>,
 }
@@ -80,7 +81,7 @@ fn int_arg<'py, T: FromPyObject<'py>>(value: Option<&Bound<'py, PyAny>>, path: &
 
 impl PySimulation {
     /// Run `f` on the engine; a panic marks the simulation broken and becomes a `SimulationError`.
-    fn guarded<T>(&mut self, f: impl FnOnce(&mut Simulation) -> T) -> PyResult<T> {
+    fn guarded<T>(&mut self, f: impl FnOnce(&mut Engine) -> T) -> PyResult<T> {
         match catch_unwind(AssertUnwindSafe(|| f(&mut self.sim))) {
             Ok(v) => Ok(v),
             Err(payload) => {
@@ -104,7 +105,7 @@ impl PySimulation {
         let built = catch_unwind(AssertUnwindSafe(|| {
             let spec = SimSpec::from_json(spec_json)?;
             let mut keep_going = || py.check_signals().map_err(|e| interrupt = Some(e)).is_ok();
-            Simulation::new_interruptible(spec, &mut keep_going)
+            Engine::new_interruptible(spec, &mut keep_going)
         }));
         match built {
             Ok(Ok(sim)) => Ok(PySimulation { sim, broken: None }),
@@ -220,7 +221,7 @@ impl PySimulation {
 
     /// Scheduler decision counters.
     fn sched_stats<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyDict>> {
-        let s = borrow(slf)?.sim.sched().stats;
+        let s = borrow(slf)?.sim.sched_stats();
         let d = PyDict::new(slf.py());
         d.set_item("dispatches", s.dispatches)?;
         d.set_item("preemptions", s.preemptions)?;

@@ -222,6 +222,9 @@ class Scenario(_Model):
     seed: Annotated[int, Strict(), Field(ge=0, le=_U64_MAX)] = Field(0, description="RNG seed (unsigned 64-bit).")
     duration: Nanos = Field("10min", description="Simulated time, e.g. '10min'.")
     sample_interval: Nanos = Field("2s", description="Counter sampling interval; default '2s', esxtop's minimum.")
+    fidelity: Optional[Literal["event", "fluid"]] = Field(
+        None, description="How hosts are simulated: 'event' (every CPU burst; the default) or 'fluid' (one water-fill "
+        "of entitlements per sample interval, for days and months of traces; docs/fluid.md).")
     host: Optional[Host] = Field(None, description="The ESX host (required unless the scenario has clusters).")
     cpu_scheduler: CpuScheduler = Field(default_factory=CpuScheduler, description="Optional CPU scheduler parameters.")
     resource_pools: list[ResourcePool] = Field(default_factory=list, description="Resource pools, nested via parent.")
@@ -377,6 +380,7 @@ class Scenario(_Model):
             "cpu_sched": sched,
             "pools": pools,
             "vms": vms,
+            **({"fidelity": self.fidelity} if self.fidelity else {}),
             **engine_section(self),
         }
 
