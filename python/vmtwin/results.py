@@ -102,6 +102,10 @@ MANIFEST_NAME = "manifest.json"
 
 _PCT = ["%USED", "%RUN", "%RDY", "%MLMTD", "%WAIT", "%VMWAIT", "%IDLE", "%CSTP"]
 
+#: esxtop's disk-view columns (the storage tables), then the interval means of ACTV and QUED.
+_ESXTOP_DISK = ["CMDS/s", "READS/s", "WRITES/s", "MBREAD/s", "MBWRTN/s", "DAVG/cmd", "KAVG/cmd", "GAVG/cmd",
+                "QAVG/cmd", "ACTV", "QUED", "%USD", "DQLEN", "ABRTS/s", "actv_mean", "qued_mean"]
+
 #: Column order of the tables the engine contract defines (``vm`` is added by Python).
 #: Columns the engine returns beyond these follow in sorted name order.
 TABLE_COLUMNS: dict[str, list[str]] = {
@@ -144,6 +148,12 @@ TABLE_COLUMNS: dict[str, list[str]] = {
         "used_ns",
     ],
     "pcpu": ["time_s", "pcpu", "%PCPU_UTIL", "%PCPU_USED"],
+    # storage (docs/storage.md): esxtop's disk views per VM disk, LUN, path and adapter; the name
+    # columns are added from the spec beside their index columns (vmtwin.scenario.storage)
+    "disk": ["time_s", "vm", "vm_id", "disk", "disk_id", "lun", "lun_id", *_ESXTOP_DISK],
+    "lun": ["time_s", "lun", "lun_id", *_ESXTOP_DISK],
+    "path": ["time_s", "path_name", "path_id", "lun", "lun_id", "path", "adapter", "adapter_id", "up", *_ESXTOP_DISK],
+    "adapter": ["time_s", "adapter", "adapter_id", *_ESXTOP_DISK],
 }
 
 #: Name of the column a cluster run adds right after ``time_s`` to every table (the host's

@@ -38,6 +38,7 @@ from vmtwin import _core
 from vmtwin import units as _units
 from vmtwin.exceptions import SimulationError, scenario_error
 from vmtwin.results import MANIFEST_NAME, Results, ResultsWriter, columns_from_engine, write_results
+from vmtwin.scenario.storage import with_storage_names
 from vmtwin.scenario import MAX_CUSTOM_SHARES, VM_SHARES_PER_VCPU, Scenario, load_scenario, parse_scenario
 from vmtwin.scenario.limits import check_duration_override
 
@@ -346,6 +347,7 @@ class Simulation:
         """Move the engine's sampled rows to the writer (streaming) or to the kept tables."""
         try:
             tables = columns_from_engine(self._sim.drain_tables(), self._names)
+            tables = with_storage_names(tables, self._spec)
             for name, table in tables.items():
                 self._sampled = self._sampled or table.num_rows > 0
                 if self._writer is not None:

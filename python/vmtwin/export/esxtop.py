@@ -194,6 +194,12 @@ def to_esxtop_csv(
                 header.append(f"{prefix}Vcpu({world})\\{label}")
                 columns.append(values[:, index[(vm_id, v)]])
 
+    from vmtwin.export.esxtop_disk import disk_columns  # storage tables, when the run has them
+
+    dh, dc = disk_columns({t: res.table(t) for t in ("adapter", "lun", "path", "disk") if t in res.tables}, times, prefix)
+    header += dh
+    columns += dc
+
     out = Path(path)
     with atomic_output(out, "esxtop CSV") as tmp:
         with tmp.open("w", newline="", encoding="utf-8") as fh:

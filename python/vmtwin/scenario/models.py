@@ -24,6 +24,7 @@ from vmtwin.scenario.checks import _semantic_errors
 from vmtwin.scenario.errors import _prefixed
 from vmtwin.scenario.limits import MAX_TIME_NS
 from vmtwin.scenario.perf import PerfMachine, VmPerf, engine_section
+from vmtwin.scenario import storage as _storage
 from vmtwin.scenario.fields import (
     POOL_SHARES,
     VM_SHARES_PER_VCPU,
@@ -230,6 +231,8 @@ class Scenario(_Model):
     resource_pools: list[ResourcePool] = Field(default_factory=list, description="Resource pools, nested via parent.")
     vms: list[VM] = Field(default_factory=list, description="The VMs (at least one, unless clusters replay trace sets).")
     perf: Optional[PerfMachine] = Field(None, description="Execution-speed model's machine tunables (docs/execution-speed.md).")
+    storage: Optional[_storage.Storage] = Field(None, description="Adapters, arrays, datastores, VM disks and their "
+                                               "I/O, path events (docs/storage.md).")
     clusters: list[Cluster] = Field(default_factory=list, description="Clusters of hosts the VMs are placed on "
                                     "(instead of host; see docs/cluster.md).")
 
@@ -242,6 +245,8 @@ class Scenario(_Model):
     def _semantics(self) -> "Scenario":
         for err in _cluster_checks.scenario_errors(self, _semantic_errors):
             raise err  # the first one; raised as ScenarioError, see _convert_validation_error
+        if (err := _storage.storage_errors(self)) is not None:
+            raise err
         return self
 
     # -- traces ----------------------------------------------------------------------------
@@ -382,6 +387,7 @@ class Scenario(_Model):
             "vms": vms,
             **({"fidelity": self.fidelity} if self.fidelity else {}),
             **engine_section(self),
+            **_storage.engine_section(self),
         }
 
     def to_engine_json(self) -> str:

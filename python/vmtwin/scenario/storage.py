@@ -1,0 +1,473 @@
+"""The scenario's ``storage:`` section: HBA adapters, flash arrays, datastores (LUNs) with
+their device, queue depth, paths and path selection policy, VM disks with disk shares, the I/O
+each disk sees (an Iometer-like worker, a Poisson source, a FileBench-like mix) or the
+synchronous I/O a VM's vCPUs wait for, and path failures as timed events. Normalized into the
+engine's ``storage`` object (``crates/vmtwin-core/src/storage/scenario.rs``; every tunable's
+unit, default and source is in ``storage/params.rs``).
+
+::
+
+    storage:
+      adapters:
+        - {name: vmhba1}
+        - {name: vmhba2}
+      arrays:
+        - {name: array1}
+      datastores:
+        - name: ds1
+          device: {type: array, array: array1, owner: 0}
+          dqlen: 32
+          psp: {policy: adaptive, ta: 1ms, tb: 500us, tc: 10ms}
+          paths:
+            - {adapter: vmhba1, controller: 0}
+            - {adapter: vmhba2, controller: 1}
+      disks:
+        - vm: web                     # a counted VM gets one disk per instance
+          datastore: ds1
+          shares: high
+          workload: {type: iometer, block_size: 16KB, read_pct: 50, random_pct: 100, outstanding: 32}
+        - vm: db
+          datastore: ds1
+          vcpu_io: {block_size: 8KB, read_pct: 100}   # each vCPU waits for one I/O after each burst
+      events:
+        - {at: 30s, datastore: ds1, path: 0, action: down}
+        - {at: 60s, datastore: ds1, path: 0, action: up}
+
+A disk's engine name is ``<vm>:<name>`` (``name`` defaults to ``scsi0:0``), e.g. ``web-1:scsi0:0``.
+Datastore names are what a VM's swap file names (the memory section).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Literal, Optional, Union
+
+from pydantic import Field, Strict
+
+from vmtwin.exceptions import scenario_error
+from vmtwin.scenario.fields import Bytes, Name, Nanos, PosInt, Shares, VM_SHARES_PER_VCPU, _Model
+
+if TYPE_CHECKING:  # pragma: no cover
+    from vmtwin.scenario.models import Scenario
+
+Pct = Annotated[float, Strict(), Field(ge=0.0, le=100.0)]
+Controller = Annotated[int, Strict(), Field(ge=0, le=1)]
+Count = Annotated[int, Strict(), Field(ge=1, le=1 << 20)]
+
+#: Disk shares by level (vSphere: low 500, normal 1000, high 2000 per disk).
+DISK_SHARES = VM_SHARES_PER_VCPU
+#: Default disk name under its VM (the first disk of the first SCSI controller).
+DEFAULT_DISK_NAME = "scsi0:0"
+#: FileBench presets Kraft et al. measured (engine: BatchWorkload::filebench).
+FILEBENCH_PRESETS = {"file": (59.0, 5.07, 151), "web": (92.0, 5.79, 141), "mail": (39.0, 5.49, 149)}
+
+
+class Adapter(_Model):
+    """An HBA port."""
+
+    name: Name = Field(description="Adapter name, e.g. vmhba1.")
+    queue_depth: Count = Field(2048, description="Commands the port may have outstanding (esxtop AQLEN).")
+    link_gbps: Annotated[float, Strict(), Field(gt=0.0, le=1e4)] = Field(8.0, description="Link rate in Gb/s.")
+
+
+class Array(_Model):
+    """A dual-controller ALUA flash array; every tunable defaults to the engine's value."""
+
+    name: Name = Field(description="Array name, referred to by datastores.")
+    engines_per_controller: Optional[Count] = Field(None, description="Commands one controller serves at once.")
+    controller_time: Optional[Nanos] = Field(None, description="Front-end time per command, e.g. '60us'.")
+    backend_read_time: Optional[Nanos] = Field(None, description="Extra time of a cache-miss read, e.g. '150us'.")
+    mirror_time: Optional[Nanos] = Field(None, description="Extra time to mirror a write to the partner, e.g. '40us'.")
+    hop_time: Optional[Nanos] = Field(None, description="Extra time on an un-optimized (AUO) path, e.g. '100us'.")
+
+
+class ArrayDevice(_Model):
+    """A LUN on a flash array, owned by one controller (paths to it are active-optimized)."""
+
+    type: Literal["array"] = "array"
+    array: Name = Field(description="The array's name.")
+    owner: Controller = Field(0, description="Owning controller: 0 or 1.")
+
+
+class SsdDevice(_Model):
+    """A directly attached SSD with the engine's default figures."""
+
+    type: Literal["ssd"] = "ssd"
+
+
+class HddDevice(_Model):
+    """A spinning disk (7200 rpm 1 TB by default)."""
+
+    type: Literal["hdd"] = "hdd"
+    rpm: Optional[Count] = Field(None, description="Spindle speed.")
+    order: Optional[Literal["fcfs", "sstf", "sptf"]] = Field(None, description="On-board queue order.")
+
+
+class ExponentialDevice(_Model):
+    """An analytic device: ``servers`` parallel FCFS servers with exponential service."""
+
+    type: Literal["exponential"] = "exponential"
+    servers: Count = Field(1, description="Parallel servers.")
+    mean_service: Nanos = Field(description="Mean service time, e.g. '1ms'.")
+
+
+Device = Annotated[Union[ArrayDevice, SsdDevice, HddDevice, ExponentialDevice], Field(discriminator="type")]
+
+
+class Path(_Model):
+    """A path: an adapter to one controller."""
+
+    adapter: Name = Field(description="The adapter's name.")
+    controller: Controller = Field(0, description="Array controller reached: 0 or 1 (0 for other devices).")
+    fabric_latency: Nanos = Field("10us", description="Fabric round trip, e.g. '10us'.")
+
+
+class Psp(_Model):
+    """Path selection policy: fixed, mru, round_robin or adaptive (with its thresholds)."""
+
+    policy: Literal["fixed", "mru", "round_robin", "adaptive"] = Field("fixed", description="VMW_PSP_FIXED, _MRU, _RR, or PSP Adaptive.")
+    preferred: Optional[Annotated[int, Strict(), Field(ge=0)]] = Field(None, description="fixed: the preferred path's index.")
+    iops: Optional[Count] = Field(None, description="round_robin/adaptive: commands before switching path (default 1000).")
+    ta: Optional[Nanos] = Field(None, description="adaptive: AO latency above which writes spread, e.g. '1ms'.")
+    tb: Optional[Nanos] = Field(None, description="adaptive: AO latency below which spreading stops (< ta).")
+    tc: Optional[Nanos] = Field(None, description="adaptive: AUO latency above which spreading is harmful (> ta).")
+    window: Optional[Nanos] = Field(None, description="adaptive: monitoring window (default 1s).")
+    check_windows: Optional[Count] = Field(None, description="adaptive: windows between improvement checks (default 5).")
+    improvement: Optional[Annotated[float, Strict(), Field(ge=0.0, le=10.0)]] = Field(None, description="adaptive: required gain (default 0.10).")
+    enabled: Optional[Annotated[bool, Strict()]] = Field(None, description="adaptive: the on/off knob (default on).")
+
+
+class Datastore(_Model):
+    """A datastore on one LUN."""
+
+    name: Name = Field(description="Datastore name; VM disks and swap files name it.")
+    device: Device = Field(description="What serves it: type array, ssd, hdd or exponential.")
+    dqlen: Count = Field(32, description="Device queue depth (esxtop DQLEN).")
+    psp: Psp = Field(default_factory=Psp, description="Path selection policy.")
+    paths: list[Path] = Field(description="Paths to the LUN, at least one.")
+
+
+class Iometer(_Model):
+    """An Iometer-like closed-loop worker keeping ``outstanding`` requests in flight."""
+
+    type: Literal["iometer"] = "iometer"
+    block_size: Bytes = Field("4KB", description="Request size (a multiple of 512 bytes).")
+    read_pct: Pct = Field(100.0, description="Reads, percent.")
+    random_pct: Pct = Field(100.0, description="Random (vs sequential) requests, percent.")
+    outstanding: Count = Field(1, description="Requests kept in flight.")
+    think: Nanos = Field("0s", description="Delay between a completion and the next issue.")
+    start: Nanos = Field("0s", description="Start after the VM's power-on.")
+
+
+class Poisson(_Model):
+    """An open Poisson source."""
+
+    type: Literal["poisson"] = "poisson"
+    rate: Annotated[float, Strict(), Field(gt=0.0, le=1e8)] = Field(description="Mean requests per second.")
+    block_size: Bytes = Field("4KB", description="Request size (a multiple of 512 bytes).")
+    read_pct: Pct = Field(100.0, description="Reads, percent.")
+    random_pct: Pct = Field(100.0, description="Random requests, percent.")
+    cap: Optional[Count] = Field(None, description="Drop arrivals finding this many in flight.")
+    start: Nanos = Field("0s", description="Start after the VM's power-on.")
+
+
+class FileBench(_Model):
+    """A FileBench-like mix (Kraft et al.): batch customers that think, then issue a batch."""
+
+    type: Literal["filebench"] = "filebench"
+    preset: Literal["file", "web", "mail"] = Field(description="Kraft et al.'s file, web or mail server.")
+    users: Count = Field(1, description="Batch customers.")
+    block_size: Bytes = Field("8KB", description="Request size.")
+    start: Nanos = Field("0s", description="Start after the VM's power-on.")
+
+
+IoWorkload = Annotated[Union[Iometer, Poisson, FileBench], Field(discriminator="type")]
+
+
+class VcpuIo(_Model):
+    """Synchronous guest I/O: each vCPU issues one request after each CPU burst and waits."""
+
+    block_size: Bytes = Field("8KB", description="Request size (a multiple of 512 bytes).")
+    read_pct: Pct = Field(100.0, description="Reads, percent.")
+    random_pct: Pct = Field(100.0, description="Random requests, percent.")
+
+
+class Disk(_Model):
+    """A VM's virtual disk on a datastore."""
+
+    vm: Name = Field(description="The VM (a counted VM gets one disk per instance).")
+    name: Name = Field(DEFAULT_DISK_NAME, description="Disk name under the VM, e.g. scsi0:0.")
+    datastore: Name = Field(description="The datastore holding the disk.")
+    shares: Shares = Field("normal", description="Disk shares: low|normal|high (500/1000/2000) or an integer.")
+    size: Bytes = Field("10GB", description="The disk's span on the LUN.")
+    offset: Bytes = Field("0B", description="Where the span starts on the LUN.")
+    workload: Optional[IoWorkload] = Field(None, description="I/O generated on this disk: iometer, poisson or filebench.")
+    vcpu_io: Optional[VcpuIo] = Field(None, description="The VM's vCPUs wait for synchronous I/O on this disk.")
+
+
+class PathEvent(_Model):
+    """A path failure or recovery."""
+
+    at: Nanos = Field(description="When, from the start of the run.")
+    datastore: Name = Field(description="The datastore.")
+    path: Annotated[int, Strict(), Field(ge=0)] = Field(description="Index of the path among the datastore's paths.")
+    action: Literal["down", "up"] = Field(description="down (fails) or up (comes back).")
+
+
+class StackParams(_Model):
+    """VMM and kernel tunables."""
+
+    split_size: Optional[Bytes] = Field(None, description="Requests above this are split (default 512KB).")
+    sched_num_req_outstanding: Optional[Count] = Field(None, description="Per-VM active limit while VMs share a LUN (default 32).")
+    merge_omega: Optional[Annotated[float, Strict(), Field(ge=1.0, le=64.0)]] = Field(None, description="Kraft's merge value (default 1).")
+
+
+class Storage(_Model):
+    """The storage section."""
+
+    params: StackParams = Field(default_factory=StackParams, description="VMM and kernel tunables.")
+    adapters: list[Adapter] = Field(default_factory=list, description="HBA ports.")
+    arrays: list[Array] = Field(default_factory=list, description="Flash arrays.")
+    datastores: list[Datastore] = Field(description="Datastores (LUNs).")
+    disks: list[Disk] = Field(default_factory=list, description="VM disks.")
+    events: list[PathEvent] = Field(default_factory=list, description="Path failures and recoveries.")
+
+
+# --------------------------------------------------------------------------------------------
+# Checks across the section and the VMs
+# --------------------------------------------------------------------------------------------
+
+
+def _one_of(names: list[str]) -> str:
+    return "one of " + ", ".join(repr(n) for n in names) if names else "none defined"
+
+
+def _unique(items, what: str) -> None:
+    seen: set[str] = set()
+    for i, x in enumerate(items):
+        if x.name in seen:
+            raise scenario_error(f"storage.{what}[{i}].name", x.name, "a name not used before")
+        seen.add(x.name)
+
+
+def storage_errors(scenario: "Scenario"):
+    """The first bad reference or value of the section, as a ScenarioError (or None)."""
+    st = scenario.storage
+    if st is None:
+        return None
+    try:
+        _check(scenario, st)
+    except Exception as exc:  # noqa: BLE001 - ScenarioError only, re-raised by the caller
+        return exc
+    return None
+
+
+def _check(scenario: "Scenario", st: Storage) -> None:
+    _unique(st.adapters, "adapters")
+    _unique(st.arrays, "arrays")
+    _unique(st.datastores, "datastores")
+    adapters = [a.name for a in st.adapters]
+    arrays = [a.name for a in st.arrays]
+    stores = [d.name for d in st.datastores]
+    for i, ds in enumerate(st.datastores):
+        at = f"storage.datastores[{i}]"
+        if not ds.paths:
+            raise scenario_error(f"{at}.paths", [], "at least one path")
+        for j, p in enumerate(ds.paths):
+            if p.adapter not in adapters:
+                raise scenario_error(f"{at}.paths[{j}].adapter", p.adapter, _one_of(adapters) + " (storage.adapters)")
+        if isinstance(ds.device, ArrayDevice) and ds.device.array not in arrays:
+            raise scenario_error(f"{at}.device.array", ds.device.array, _one_of(arrays) + " (storage.arrays)")
+        _check_psp(f"{at}.psp", ds.psp, len(ds.paths))
+    vm_entries = {vm.name: vm for vm in scenario.vms}
+    seen_disks: set[str] = set()
+    io_vms: set[str] = set()
+    for i, d in enumerate(st.disks):
+        at = f"storage.disks[{i}]"
+        if d.vm not in vm_entries:
+            raise scenario_error(f"{at}.vm", d.vm, _one_of(list(vm_entries)) + " (the VMs of the scenario)")
+        if d.datastore not in stores:
+            raise scenario_error(f"{at}.datastore", d.datastore, _one_of(stores) + " (storage.datastores)")
+        for inst in vm_entries[d.vm].expanded_names():
+            full = f"{inst}:{d.name}"
+            if full in seen_disks:
+                raise scenario_error(f"{at}.name", d.name, f"a disk name not used before for VM {d.vm!r}")
+            seen_disks.add(full)
+        if d.size < 512:
+            raise scenario_error(f"{at}.size", d.size, "at least 512 bytes")
+        sizes = []
+        if d.workload is not None:
+            sizes.append(("workload.block_size", d.workload.block_size))
+        if d.vcpu_io is not None:
+            sizes.append(("vcpu_io.block_size", d.vcpu_io.block_size))
+            if d.vm in io_vms:
+                raise scenario_error(f"{at}.vcpu_io", "a second disk with vcpu_io", f"one disk with vcpu_io per VM ({d.vm!r} has one)")
+            io_vms.add(d.vm)
+        for field, b in sizes:
+            if b < 512 or b % 512:
+                raise scenario_error(f"{at}.{field}", b, "a multiple of 512 bytes")
+            if b > d.size:
+                raise scenario_error(f"{at}.{field}", b, f"at most the disk's size ({d.size} bytes)")
+    for i, e in enumerate(st.events):
+        at = f"storage.events[{i}]"
+        if e.datastore not in stores:
+            raise scenario_error(f"{at}.datastore", e.datastore, _one_of(stores) + " (storage.datastores)")
+        n = len(st.datastores[stores.index(e.datastore)].paths)
+        if e.path >= n:
+            raise scenario_error(f"{at}.path", e.path, f"a path index below {n} (the datastore's paths)")
+
+
+def _check_psp(at: str, psp: Psp, npaths: int) -> None:
+    allowed = {
+        "fixed": {"preferred"},
+        "mru": set(),
+        "round_robin": {"iops"},
+        "adaptive": {"iops", "ta", "tb", "tc", "window", "check_windows", "improvement", "enabled"},
+    }[psp.policy]
+    for key in Psp.model_fields:
+        if key != "policy" and getattr(psp, key) is not None and key not in allowed:
+            raise scenario_error(f"{at}.{key}", getattr(psp, key),
+                                 f"no {key} for policy {psp.policy!r} (its settings: {sorted(allowed) or 'none'})")
+    if psp.policy == "fixed" and (psp.preferred or 0) >= npaths:
+        raise scenario_error(f"{at}.preferred", psp.preferred, f"a path index below {npaths}")
+    if psp.policy == "adaptive":
+        for key in ("ta", "tb", "tc"):
+            if getattr(psp, key) is None:
+                raise scenario_error(f"{at}.{key}", None, "a latency threshold (PSP Adaptive has no default), e.g. '1ms'")
+        if psp.ta <= psp.tb:
+            raise scenario_error(f"{at}.ta", f"{psp.ta} ns (tb = {psp.tb} ns)", "ta > tb (start threshold above the stop threshold)")
+        if psp.tc <= psp.ta:
+            raise scenario_error(f"{at}.tc", f"{psp.tc} ns (ta = {psp.ta} ns)", "tc > ta")
+
+
+# --------------------------------------------------------------------------------------------
+# Normalization
+# --------------------------------------------------------------------------------------------
+
+
+def _drop_none(d: dict) -> dict:
+    return {k: v for k, v in d.items() if v is not None}
+
+
+def _device(dev) -> dict:
+    if isinstance(dev, ArrayDevice):
+        return {"kind": "array", "array": dev.array, "owner": dev.owner}
+    if isinstance(dev, SsdDevice):
+        return {"kind": "ssd"}
+    if isinstance(dev, HddDevice):
+        return {"kind": "hdd", **_drop_none({"rpm": dev.rpm, "order": dev.order})}
+    return {"kind": "exponential", "servers": dev.servers, "mean_service_ns": dev.mean_service}
+
+
+def _psp(p: Psp) -> dict:
+    if p.policy == "fixed":
+        return {"policy": "fixed", "preferred": p.preferred or 0}
+    if p.policy == "mru":
+        return {"policy": "mru"}
+    iops = p.iops if p.iops is not None else 1000
+    if p.policy == "round_robin":
+        return {"policy": "round_robin", "iops": iops}
+    params = _drop_none({"ta_ns": p.ta, "tb_ns": p.tb, "tc_ns": p.tc, "window_ns": p.window,
+                         "check_windows": p.check_windows, "improvement": p.improvement, "enabled": p.enabled})
+    return {"policy": "adaptive", "iops": iops, "params": params}
+
+
+def _workload(w, disk: str) -> dict:
+    if isinstance(w, Iometer):
+        return {"disk": disk, "kind": "iometer", "block_bytes": w.block_size, "read_pct": w.read_pct,
+                "random_pct": w.random_pct, "outstanding": w.outstanding, "think_ns": w.think, "start_ns": w.start}
+    if isinstance(w, Poisson):
+        return {"disk": disk, "kind": "poisson", "rate_per_s": w.rate, "block_bytes": w.block_size,
+                "read_pct": w.read_pct, "random_pct": w.random_pct, "cap": w.cap, "start_ns": w.start}
+    read_pct, batch_mean, think_ms = FILEBENCH_PRESETS[w.preset]
+    return {"disk": disk, "kind": "batch", "users": w.users, "read_pct": read_pct, "batch_mean": batch_mean,
+            "think_mean_ns": think_ms * 1_000_000, "block_bytes": w.block_size, "random_pct": 100.0,
+            "start_ns": w.start}
+
+
+def _shares(s: Union[str, int]) -> int:
+    return DISK_SHARES[s] if isinstance(s, str) else s
+
+
+def engine_section(scenario: "Scenario") -> dict:
+    """``{"storage": ...}`` for the engine spec, or ``{}`` without a storage section."""
+    return {} if scenario.storage is None else {"storage": to_engine(scenario)}
+
+
+def to_engine(scenario: "Scenario") -> dict:
+    """The engine's ``storage`` object for ``scenario.storage`` (already checked)."""
+    st = scenario.storage
+    assert st is not None
+    vm_entries = {vm.name: vm for vm in scenario.vms}
+    params = _drop_none({"split_bytes": st.params.split_size,
+                         "sched_num_req_outstanding": st.params.sched_num_req_outstanding,
+                         "merge_omega": st.params.merge_omega})
+    arrays = [_drop_none({"name": a.name, "engines_per_controller": a.engines_per_controller,
+                          "controller_ns": a.controller_time, "backend_read_ns": a.backend_read_time,
+                          "mirror_ns": a.mirror_time, "hop_ns": a.hop_time}) for a in st.arrays]
+    disks, workloads, vcpu_io = [], [], []
+    for d in st.disks:
+        for inst in vm_entries[d.vm].expanded_names():
+            name = f"{inst}:{d.name}"
+            disks.append({"name": name, "vm": inst, "lun": d.datastore, "shares": _shares(d.shares),
+                          "span_bytes": d.size, "offset_bytes": d.offset})
+            if d.workload is not None:
+                workloads.append(_workload(d.workload, name))
+            if d.vcpu_io is not None:
+                vcpu_io.append({"vm": inst, "disk": name, "block_bytes": d.vcpu_io.block_size,
+                                "read_pct": d.vcpu_io.read_pct, "random_pct": d.vcpu_io.random_pct})
+    return {
+        "params": params,
+        "adapters": [{"name": a.name, "queue_depth": a.queue_depth, "link_bits_per_s": int(round(a.link_gbps * 1e9))}
+                     for a in st.adapters],
+        "arrays": arrays,
+        "luns": [{"name": ds.name, "device": _device(ds.device), "dqlen": ds.dqlen, "psp": _psp(ds.psp),
+                  "paths": [{"adapter": p.adapter, "controller": p.controller, "fabric_ns": p.fabric_latency}
+                            for p in ds.paths]} for ds in st.datastores],
+        "disks": disks,
+        "workloads": workloads,
+        "vcpu_io": vcpu_io,
+        "events": [{"at_ns": e.at, "lun": e.datastore, "path": e.path, "action": e.action} for e in st.events],
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Names for the engine's index columns
+# --------------------------------------------------------------------------------------------
+
+
+def storage_names(spec: dict) -> dict[str, list[str]]:
+    """Names by index, from an engine spec: disks, LUNs (datastores), paths (esxtop runtime
+    names ``vmhbaN:C0:T<controller>:L<lun>``) and adapters."""
+    st = spec.get("storage")
+    if not st:
+        return {}
+    paths = [f"{p['adapter']}:C0:T{p.get('controller', 0)}:L{li}" for li, lun in enumerate(st["luns"]) for p in lun["paths"]]
+    return {
+        "disk_id": [d["name"] for d in st.get("disks", [])],
+        "lun_id": [lun["name"] for lun in st["luns"]],
+        "path_id": paths,
+        "adapter_id": [a["name"] for a in st.get("adapters", [])],
+    }
+
+
+_NAME_COLUMNS = {"disk_id": "disk", "lun_id": "lun", "path_id": "path_name", "adapter_id": "adapter"}
+
+
+def with_storage_names(tables: dict, spec: dict) -> dict:
+    """``tables`` with a string name column beside each storage index column."""
+    names = storage_names(spec)
+    if not names:
+        return tables
+    import pyarrow as pa
+
+    out = dict(tables)
+    for tname in ("disk", "lun", "path", "adapter"):
+        t = out.get(tname)
+        if t is None:
+            continue
+        for id_col, name_col in _NAME_COLUMNS.items():
+            if id_col in t.column_names and name_col not in t.column_names:
+                arr = pa.array(names[id_col], type=pa.string()).take(t.column(id_col))
+                t = t.add_column(t.column_names.index(id_col), name_col, arr)
+        out[tname] = t
+    return out
