@@ -202,3 +202,22 @@ def test_top_level_settings_reach_every_host():
     assert len({h.spec["seed"] for h in plan.hosts}) == 6
     assert [h.spec["host"]["name"] for h in plan.hosts] == ["big", "small-1", "small-2", "t-1", "t-2", "t-3"]
     assert plan.hosts[1].spec["host"]["core_mhz"] == 2000 and plan.hosts[0].spec["host"]["cores_per_llc"] == 8
+
+
+def test_opendc_submission_times_become_power_on_times():
+    tasks = pq.read_table(BITBRAINS / "tasks.parquet").to_pandas()
+    sc = parse_scenario(f"""
+duration: 30d
+sample_interval: 1h
+clusters:
+  - name: bb
+    hosts: [{{name: h, sockets: 2, cores_per_llc: 16, memory: 1TB, count: 10}}]
+    trace_vms: [{{name: bb, format: opendc, path: {BITBRAINS}, power_on: submission}}]
+""")
+    plan = plan_cluster(sc)
+    on = {vm["name"]: vm["power_on_ns"] for h in plan.hosts for vm in h.spec["vms"]}
+    first = int(tasks["submission_time"].min())
+    assert len(on) == len(tasks) == 50
+    for t in tasks.itertuples():
+        assert on[f"bb-{t.id}"] == (int(t.submission_time) - first) * 10**6
+    assert min(on.values()) == 0 and max(on.values()) > 20 * 86400 * 10**9  # the set spans weeks
