@@ -4,9 +4,11 @@ These rows recompute the paper's *model* results (research/storage.md B1): the e
 length under SFQ(D) sharing (eq. 7, Table 2), the product-form baseline's error (eq. 11,
 Table 6) and the decomposition model's linear predictors of read/write mixes, throughputs and
 response times (Tables 13-15), each from the isolation measurements the paper prints, through
-:mod:`vmtwin.models`. They are not simulated runs of the engine's storage stack, which is not
-wired into scenarios yet. Every target is printed in the paper; cells the extraction says cannot
-be reproduced from the published means are shown unjudged, with the reason.
+:mod:`vmtwin.models`. They are not simulated runs of the engine's storage stack (the runs of the
+engine's storage stack, ``psp-rr-vs-adaptive`` and ``storage-sfqd-shares``, run scenarios:
+:mod:`vmtwin.reproduce.storage_engine`). Every target is printed in the paper; cells the
+extraction says cannot be reproduced from the published means are shown unjudged, with the
+reason.
 """
 
 from __future__ import annotations
@@ -34,3 +36,7 @@ STORAGE_EXPERIMENTS = [
     Experiment("storage-tables13-15", "Kraft Tables 13-15: linear predictors of mixes, throughputs, response times",
                "Kraft et al. §6.2, Tables 13-15", _rows("decomposition_rows")),
 ]
+
+from vmtwin.reproduce.storage_engine import STORAGE_ENGINE_EXPERIMENTS  # noqa: E402 - engine runs, same family
+
+STORAGE_EXPERIMENTS = [*STORAGE_EXPERIMENTS, *STORAGE_ENGINE_EXPERIMENTS]
