@@ -30,7 +30,6 @@ from typing import Any, Callable, Optional, Union
 import numpy as np
 import pyarrow as pa
 
-from vmtwin import units as _units
 from vmtwin.cluster.placement import HostSlot, VmNeed, place
 from vmtwin.exceptions import ScenarioError, VmtwinError, scenario_error
 
@@ -83,20 +82,15 @@ def host_seed(seed: int, host: str) -> int:
 
 
 def _as_scenario(scenario: Any):
-    from vmtwin.simulation import _as_scenario as load
+    from vmtwin.simulation import _as_scenario as load  # a path, YAML text, dict or Scenario, as Simulation
 
     return load(scenario)
 
 
-def _duration_ns(value: Union[str, float, int], field: str = "--duration") -> int:
-    if isinstance(value, str):
-        try:
-            return _units.parse_duration(value, allow_bare=False)
-        except ValueError as exc:
-            raise scenario_error(field, value, str(exc)) from None
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 3.15e9:
-        return round(value * 1e9)
-    raise scenario_error(field, value, "a duration such as '10min', or seconds")
+def _duration_ns(value: Union[str, float, int]) -> int:
+    from vmtwin.simulation import _ns  # '10min' or seconds, as Simulation(duration=...)
+
+    return _ns(value, "--duration")
 
 
 # --------------------------------------------------------------------------------------------

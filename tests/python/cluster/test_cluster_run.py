@@ -105,7 +105,8 @@ vms:
         if "vm_id" in alone_t.column_names:
             assert (got.column("vm_id").to_numpy() == alone_t.column("vm_id").to_numpy() + first).all()
             got, alone_t = got.drop_columns(["vm_id"]), alone_t.drop_columns(["vm_id"])
-        assert got.num_rows > 0 and got.equals(alone_t), name
+        assert got.num_rows > 0 and got.schema == alone_t.schema, name
+        assert got.to_pandas().equals(alone_t.to_pandas()), name  # NaN equals NaN here (pyarrow's would not)
 
 
 def _first_planetlab(n: int) -> list[list[int]]:
