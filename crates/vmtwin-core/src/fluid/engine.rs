@@ -4,7 +4,8 @@ use super::split::{split, Loop};
 use crate::cpu::{CoschedMode, Pool, PoolTree, SchedStats, VcpuState, VmClaim, ROOT_POOL, STATES};
 use crate::guest::Workload;
 use crate::hw::Topology;
-use crate::metrics::{Cells, Sampler, Table};
+use crate::metrics::{Column, Sampler, Table, Value};
+use Value::{F64, U32, U64};
 use crate::sim::{Time, NS_PER_S};
 use crate::spec::{Arrivals, SimSpec, WorkloadSpec};
 use crate::{invalid, VmtwinError, VmtwinResult};
@@ -62,6 +63,7 @@ pub struct FluidSim {
     vm_table: Table,
     vcpu_table: Table,
     pcpu_table: Table,
+    layouts: Layouts,
 }
 
 impl FluidSim {
@@ -166,6 +168,7 @@ impl FluidSim {
             last_sample: 0,
             pieces: 0,
             log: Vec::new(),
+            layouts: Layouts::new(&schema),
             host: schema.host,
             vm_table: schema.vm,
             vcpu_table: schema.vcpu,
@@ -408,76 +411,126 @@ impl FluidSim {
                 continue;
             }
             on += 1;
-            let n = v.vcpus as u64;
+            let pct = pct_cells(&d, span);
             for k in 0..v.vcpus {
-                vcpu_row(&mut self.vcpu_table.row(), t, id as u32, k, &d, span);
+                let ns = [d[RUN], d[READY], d[WAIT], d[IDLE], d[MLMTD], d[COSTOP], d[RUN]].map(U64);
+                self.layouts.vcpu.push(&mut self.vcpu_table, &[&[F64(t), U32(id as u32), U32(k)], &pct, &ns]);
             }
+            let n = v.vcpus as u64;
             let sum: [u64; STATES] = std::array::from_fn(|s| d[s] * n);
             run_total += sum[RUN];
             ready_total += sum[READY] + sum[MLMTD];
             let since = self.last_sample.max(on_at);
             let demand_mhz = v.workload.demand(since - on_at, now - on_at) * v.vcpus as f64 * core;
-            let mut c = self.vm_table.row();
-            c.f64("time_s", t);
-            c.u32("vm_id", id as u32);
-            c.u32("vcpus", v.vcpus);
-            pct_cells(&mut c, &sum, span);
-            c.f64("used_mhz", sum[RUN] as f64 / span * core);
-            c.f64("entitlement_mhz", v.entitlement_mhz);
-            c.f64("demand_mhz", demand_mhz);
-            c.f64("demand_est_mhz", v.demand_est_mhz);
-            c.u32("shares", v.shares);
-            c.f64("reservation_mhz", v.reservation_mhz as f64);
-            c.f64("limit_mhz", v.limit_mhz.map_or(f64::NAN, |l| l as f64));
+            let limit = v.limit_mhz.map_or(f64::NAN, |l| l as f64);
+            let facts = [
+                F64(sum[RUN] as f64 / span * core),
+                F64(v.entitlement_mhz),
+                F64(demand_mhz),
+                F64(v.demand_est_mhz),
+                U32(v.shares),
+                F64(v.reservation_mhz as f64),
+                F64(limit),
+            ];
+            self.layouts.vm.push(&mut self.vm_table, &[&[F64(t), U32(id as u32), U32(v.vcpus)], &pct_cells(&sum, span), &facts]);
         }
         let p = self.pcpus as f64;
         let util = 100.0 * run_total as f64 / (interval * p);
-        let mut c = self.host.row();
-        c.f64("time_s", t);
-        c.u32("pcpus", self.pcpus);
-        c.f64("capacity_mhz", p * core);
-        c.f64("used_mhz", run_total as f64 / interval * core);
-        c.f64("%PCPU_UTIL", util);
-        c.f64("%PCPU_USED", util);
-        c.f64("ready_vcpus", ready_total as f64 / interval);
-        c.u32("powered_on_vms", on);
-        drop(c);
+        let host = [
+            F64(t),
+            U32(self.pcpus),
+            F64(p * core),
+            F64(run_total as f64 / interval * core),
+            F64(util),
+            F64(util),
+            F64(ready_total as f64 / interval),
+            U32(on),
+        ];
+        self.layouts.host.push(&mut self.host, &[&host]);
+        self.pcpu_table.reserve(self.pcpus as usize);
         for pc in 0..self.pcpus {
-            let mut c = self.pcpu_table.row();
-            c.f64("time_s", t);
-            c.u32("pcpu", pc);
-            c.f64("%PCPU_UTIL", util);
-            c.f64("%PCPU_USED", util);
+            self.layouts.pcpu.push(&mut self.pcpu_table, &[&[F64(t), U32(pc), F64(util), F64(util)]]);
         }
         self.last_sample = now;
     }
 }
 
-/// The esxtop percentages of state deltas `d` over `span` ns, in the sampler's column order.
-fn pct_cells(c: &mut impl Cells, d: &[u64; STATES], span: f64) {
-    let p = |ns: u64| 100.0 * ns as f64 / span;
-    c.f64("%USED", p(d[RUN]));
-    c.f64("%RUN", p(d[RUN]));
-    c.f64("%RDY", p(d[READY] + d[MLMTD]));
-    c.f64("%MLMTD", p(d[MLMTD]));
-    c.f64("%WAIT", p(d[WAIT] + d[IDLE]));
-    c.f64("%VMWAIT", p(d[WAIT]));
-    c.f64("%IDLE", p(d[IDLE]));
-    c.f64("%CSTP", p(d[COSTOP]));
+/// The columns fluid mode writes, per table, in the order `sample` gives their values.
+const HOST_CELLS: &[&str] = &["time_s", "pcpus", "capacity_mhz", "used_mhz", "%PCPU_UTIL", "%PCPU_USED", "ready_vcpus", "powered_on_vms"];
+const PCT_CELLS: [&str; 8] = ["%USED", "%RUN", "%RDY", "%MLMTD", "%WAIT", "%VMWAIT", "%IDLE", "%CSTP"];
+const VM_FACTS: [&str; 7] = ["used_mhz", "entitlement_mhz", "demand_mhz", "demand_est_mhz", "shares", "reservation_mhz", "limit_mhz"];
+const VCPU_NS: [&str; 7] = ["run_ns", "ready_ns", "wait_ns", "idle_ns", "mlmtd_ns", "costop_ns", "used_ns"];
+const PCPU_CELLS: &[&str] = &["time_s", "pcpu", "%PCPU_UTIL", "%PCPU_USED"];
+
+/// The esxtop percentages of state deltas `d` over `span` ns, in `PCT_CELLS` order (the
+/// sampler's formulas).
+fn pct_cells(d: &[u64; STATES], span: f64) -> [Value; 8] {
+    let p = |ns: u64| F64(100.0 * ns as f64 / span);
+    [p(d[RUN]), p(d[RUN]), p(d[READY] + d[MLMTD]), p(d[MLMTD]), p(d[WAIT] + d[IDLE]), p(d[WAIT]), p(d[IDLE]), p(d[COSTOP])]
 }
 
-fn vcpu_row(c: &mut impl Cells, t: f64, vm: u32, idx: u32, d: &[u64; STATES], span: f64) {
-    c.f64("time_s", t);
-    c.u32("vm_id", vm);
-    c.u32("vcpu", idx);
-    pct_cells(c, d, span);
-    c.u64("run_ns", d[RUN]);
-    c.u64("ready_ns", d[READY]);
-    c.u64("wait_ns", d[WAIT]);
-    c.u64("idle_ns", d[IDLE]);
-    c.u64("mlmtd_ns", d[MLMTD]);
-    c.u64("costop_ns", d[COSTOP]);
-    c.u64("used_ns", d[RUN]);
+/// Where fluid mode's values go in one of the event mode's tables: the table's schema comes
+/// from the event mode's sampler, so a column it gains is written here too, as not derived
+/// (NaN, which the results read as NULL, for a float; 0 for a count), instead of breaking the
+/// row. A column fluid mode writes that the schema has lost is a bug, caught when the layout
+/// is built.
+#[derive(Debug)]
+struct Layout {
+    /// per schema column: the index of fluid mode's value for it, if it has one
+    plan: Vec<Option<usize>>,
+}
+
+impl Layout {
+    fn new(table: &Table, names: &[&str]) -> Self {
+        assert!(names.len() <= MAX_CELLS);
+        for name in names {
+            assert!(table.column(name).is_some(), "fluid mode writes column {name}, which the event mode's table no longer has");
+        }
+        Layout { plan: table.columns.iter().map(|(c, _)| names.iter().position(|n| n == c)).collect() }
+    }
+
+    /// Append one row whose values, in the layout's order, come in `parts`.
+    fn push(&self, table: &mut Table, parts: &[&[Value]]) {
+        let mut row = [F64(0.0); MAX_CELLS];
+        for (slot, v) in row.iter_mut().zip(parts.iter().flat_map(|p| p.iter())) {
+            *slot = *v;
+        }
+        for ((_, col), at) in table.columns.iter_mut().zip(&self.plan) {
+            match (col, at.map(|i| row[i])) {
+                (Column::F64(c), Some(F64(x))) => c.push(x),
+                (Column::U64(c), Some(U64(x))) => c.push(x),
+                (Column::U32(c), Some(U32(x))) => c.push(x),
+                (Column::F64(c), None) => c.push(f64::NAN),
+                (Column::U64(c), None) => c.push(0),
+                (Column::U32(c), None) => c.push(0),
+                (c, Some(x)) => unreachable!("fluid mode gives {x:?} for a {} column", c.dtype()),
+            }
+        }
+    }
+}
+
+/// Most values fluid mode writes in one row.
+const MAX_CELLS: usize = 32;
+
+/// The layouts of the four tables.
+#[derive(Debug)]
+struct Layouts {
+    host: Layout,
+    vm: Layout,
+    vcpu: Layout,
+    pcpu: Layout,
+}
+
+impl Layouts {
+    fn new(schema: &Sampler) -> Self {
+        let with = |head: &[&'static str], tail: &[&'static str]| -> Vec<&'static str> { head.iter().chain(PCT_CELLS.iter()).chain(tail).copied().collect() };
+        Layouts {
+            host: Layout::new(&schema.host, HOST_CELLS),
+            vm: Layout::new(&schema.vm, &with(&["time_s", "vm_id", "vcpus"], &VM_FACTS)),
+            vcpu: Layout::new(&schema.vcpu, &with(&["time_s", "vm_id", "vcpu"], &VCPU_NS)),
+            pcpu: Layout::new(&schema.pcpu, PCPU_CELLS),
+        }
+    }
 }
 
 /// The spec's sections fluid mode models; any other present (memory, storage, the
