@@ -24,6 +24,7 @@ from vmtwin.scenario.checks import _semantic_errors
 from vmtwin.scenario.errors import _prefixed
 from vmtwin.scenario.limits import MAX_TIME_NS
 from vmtwin.scenario.perf import PerfMachine, VmPerf, engine_section
+from vmtwin.scenario import memory as _memory
 from vmtwin.scenario import storage as _storage
 from vmtwin.scenario.fields import (
     POOL_SHARES,
@@ -71,7 +72,15 @@ class Host(_Model):
 
 
 #: CPU scheduler keys passed to the engine as they are (the others are durations, in ns).
-_UNITLESS_SCHED_KEYS = ("demand_ewma_weight", "cosched_mode")
+_UNITLESS_SCHED_KEYS = (
+    "demand_ewma_weight",
+    "cosched_mode",
+    "llc_aware",
+    "numa_home_nodes",
+    "numa_rebalance_imbalance",
+    "migration_throttle",
+    "migration_throttle_share",
+)
 
 
 class CpuScheduler(_Model):
@@ -90,6 +99,25 @@ class CpuScheduler(_Model):
     )
     cosched_skew_threshold: Optional[Nanos] = Field(
         None, description="Skew past which a leading vCPU is co-stopped (%CSTP), e.g. '3ms'."
+    )
+    llc_aware: Optional[Annotated[bool, Strict()]] = Field(
+        None, description="LLC-aware placement and pulls (ESX 4): true (default) or false."
+    )
+    numa_home_nodes: Optional[Annotated[bool, Strict()]] = Field(
+        None, description="NUMA home nodes and the NUMA balancer: true (default) or false."
+    )
+    numa_rebalance_period: Optional[Nanos] = Field(None, description="How often the NUMA balancer runs, e.g. '2s'.")
+    numa_rebalance_imbalance: Optional[Annotated[float, Strict(), Field(ge=0.0)]] = Field(
+        None, description="Node load gap (demand per core) above which a VM's home moves, >= 0."
+    )
+    migrate_cost_core: Optional[Nanos] = Field(None, description="Cost of a move to another core of the LLC, e.g. '40us'.")
+    migrate_cost_llc: Optional[Nanos] = Field(None, description="Cost of a move to another LLC of the node, e.g. '800us'.")
+    migrate_cost_node: Optional[Nanos] = Field(None, description="Cost of a move to another NUMA node, e.g. '1200us'.")
+    migration_throttle: Optional[Annotated[bool, Strict()]] = Field(
+        None, description="CPU-load-based migration throttling (ESX 4): false (default) or true."
+    )
+    migration_throttle_share: Optional[Annotated[float, Strict(), Field(gt=0.0, le=1.0)]] = Field(
+        None, description="Load share of its pCPU at which throttling keeps a vCPU in place, in (0, 1]."
     )
 
 
@@ -196,6 +224,8 @@ class VM(_Model):
     cpu: VmCpu = Field(default_factory=VmCpu, description="CPU shares, reservation, limit.")
     workload: Workload = Field(description="What the guest runs: type idle, cpu_bound or trace.")
     perf: Optional[VmPerf] = Field(None, description="Execution-speed profile: counters and throughput (docs/execution-speed.md).")
+    memory_allocation: Optional[_memory.MemoryAllocation] = Field(None, description="Memory reservation, limit, shares (needs memory:).")
+    guest_memory: Optional[_memory.GuestMemory] = Field(None, description="Guest memory contents and touches (needs memory:; docs/memory.md).")
     host: Optional[Name] = Field(None, description="Clusters only: pin the VM to this host (else placed by policy).")
     cluster: Optional[Name] = Field(None, description="Clusters only: the cluster to place the VM in (default: the first).")
 
@@ -231,6 +261,7 @@ class Scenario(_Model):
     resource_pools: list[ResourcePool] = Field(default_factory=list, description="Resource pools, nested via parent.")
     vms: list[VM] = Field(default_factory=list, description="The VMs (at least one, unless clusters replay trace sets).")
     perf: Optional[PerfMachine] = Field(None, description="Execution-speed model's machine tunables (docs/execution-speed.md).")
+    memory: Optional[_memory.HostMemory] = Field(None, description="Memory policy; turns the memory model on (docs/memory.md).")
     storage: Optional[_storage.Storage] = Field(None, description="Adapters, arrays, datastores, VM disks and their "
                                                "I/O, path events (docs/storage.md).")
     clusters: list[Cluster] = Field(default_factory=list, description="Clusters of hosts the VMs are placed on "
@@ -245,6 +276,8 @@ class Scenario(_Model):
     def _semantics(self) -> "Scenario":
         for err in _cluster_checks.scenario_errors(self, _semantic_errors):
             raise err  # the first one; raised as ScenarioError, see _convert_validation_error
+        if (err := _memory.memory_errors(self)) is not None:
+            raise err
         if (err := _storage.storage_errors(self)) is not None:
             raise err
         return self
@@ -387,6 +420,7 @@ class Scenario(_Model):
             "vms": vms,
             **({"fidelity": self.fidelity} if self.fidelity else {}),
             **engine_section(self),
+            **_memory.engine_section(self),
             **_storage.engine_section(self),
         }
 

@@ -18,7 +18,7 @@
 //! modelled).
 
 use super::table::{Cells, Table, Value};
-use crate::cpu::{CpuSched, VcpuState, STATES};
+use crate::cpu::{CpuSched, VcpuState, NONE, STATES};
 use crate::sim::{Time, NS_PER_S};
 
 /// Per-VM facts the sampler reports beside the counters.
@@ -57,6 +57,8 @@ pub struct Sampler {
     prev_busy: Vec<u64>,
     prev: Vec<[u64; STATES]>,
     prev_used: Vec<u64>,
+    /// per vCPU, its migrations, cross-LLC and cross-node moves at the previous sample
+    prev_moves: Vec<[u64; 3]>,
     last: Time,
     /// per VM, scratch for one sample: its vCPUs' summed deltas and charged ns
     vm_acc: Vec<([u64; STATES], u64)>,
@@ -160,7 +162,8 @@ fn vm_row(c: &mut impl Cells, t: f64, vm: u32, r: &VmRow, pct: &Pct, used_mhz: f
 }
 
 #[inline]
-fn vcpu_row(c: &mut impl Cells, t: f64, vm: u32, idx: u32, pct: &Pct, d: &[u64; STATES], used: u64) {
+#[allow(clippy::too_many_arguments)]
+fn vcpu_row(c: &mut impl Cells, t: f64, vm: u32, idx: u32, pct: &Pct, d: &[u64; STATES], used: u64, moves: &[u64; 3], home: u32) {
     c.f64("time_s", t);
     c.u32("vm_id", vm);
     c.u32("vcpu", idx);
@@ -172,6 +175,10 @@ fn vcpu_row(c: &mut impl Cells, t: f64, vm: u32, idx: u32, pct: &Pct, d: &[u64; 
     c.u64("mlmtd_ns", d[MLMTD]);
     c.u64("costop_ns", d[COSTOP]);
     c.u64("used_ns", used);
+    c.u64("migrations", moves[0]);
+    c.u64("llc_migrations", moves[1]);
+    c.u64("node_migrations", moves[2]);
+    c.f64("home_node", if home == NONE { -1.0 } else { home as f64 });
 }
 
 /// A table whose schema is the cells `row` writes.
@@ -189,11 +196,12 @@ impl Sampler {
         Sampler {
             host: schema(|c| host_row(c, &HostCells::default())),
             vm: schema(|c| vm_row(c, 0.0, 0, &r, &zero, 0.0)),
-            vcpu: schema(|c| vcpu_row(c, 0.0, 0, 0, &zero, &[0; STATES], 0)),
+            vcpu: schema(|c| vcpu_row(c, 0.0, 0, 0, &zero, &[0; STATES], 0, &[0; 3], NONE)),
             pcpu: schema(|c| pcpu_row(c, 0.0, 0, 0.0)),
             prev_busy: vec![0; pcpus],
             prev: vec![[0; STATES]; vcpus],
             prev_used: vec![0; vcpus],
+            prev_moves: vec![[0; 3]; vcpus],
             last: 0,
             vm_acc: Vec::new(),
             vm_idx: Vec::new(),
@@ -219,6 +227,9 @@ impl Sampler {
             let used = vc.used_ns - self.prev_used[v];
             self.prev[v] = vc.time_ns;
             self.prev_used[v] = vc.used_ns;
+            let now_moves = [vc.migrations, vc.llc_migrations, vc.node_migrations];
+            let moves: [u64; 3] = std::array::from_fn(|i| now_moves[i] - self.prev_moves[v][i]);
+            self.prev_moves[v] = now_moves;
             let vm = vc.vm as usize;
             let idx = vm_idx[vm];
             vm_idx[vm] += 1;
@@ -228,7 +239,7 @@ impl Sampler {
                 continue;
             }
             let pct = Pct::new(&d, used, span);
-            vcpu_row(&mut self.vcpu.row(), t, vc.vm, idx, &pct, &d, used);
+            vcpu_row(&mut self.vcpu.row(), t, vc.vm, idx, &pct, &d, used, &moves, vc.home);
             for (acc, x) in vm_acc[vm].0.iter_mut().zip(d) {
                 *acc += x;
             }
