@@ -151,3 +151,30 @@ fn hyperthreaded_and_multi_llc_hosts_map_the_schedulers_pcpus() {
     let cycles: f64 = col(t, "cycles").iter().sum();
     assert!((cycles - 2.0 * 10.0 * CORE_MHZ as f64 * 1e6).abs() < 1e-6 * cycles, "both vCPUs ran the whole run");
 }
+
+#[test]
+fn moves_and_numa_homes_come_from_the_schedulers_counters() {
+    // 2 nodes x 2 cores, five busy 1-vCPU VMs: more vCPUs than pCPUs, so vCPUs move
+    let vms = (0..5).map(|i| vm(&format!("v{i}"), 1, 1000, 0, None, busy())).collect();
+    let mut s = with_perf(spec(2, 20 * S, vms), 2 << 20);
+    s.host.sockets = 2;
+    let sim = run(s.clone());
+    let t = sim.table("vcpu_perf").unwrap();
+    let moves: f64 = col(t, "moves").iter().sum();
+    let counted: u64 = sim.sched().vcpus.iter().map(|v| v.migrations).sum();
+    assert_eq!(moves, counted as f64, "every move the scheduler counted reaches the model once");
+    // a vCPU that moved paid a refill; one that did not move and owed nothing paid none
+    let refill = col(t, "refill_cycles");
+    for (m, r) in col(t, "moves").iter().zip(refill) {
+        if *m > 0.0 {
+            assert!(*r > 0.0);
+        }
+    }
+    // remote accesses: 0 or 1 for a vCPU with a home node (judged at the sample)
+    assert!(col(t, "remote_fraction").iter().all(|&r| r == 0.0 || r == 1.0));
+    // without NUMA homes, memory is interleaved over the two nodes: half remote
+    s.cpu_sched.numa_home_nodes = false;
+    let sim = run(s);
+    let t = sim.table("vcpu_perf").unwrap();
+    assert!(col(t, "remote_fraction").iter().all(|&r| r == 0.5));
+}

@@ -54,11 +54,14 @@
 //! guest-mode vPMC sees user and kernel only: the Python methodology builds each view.
 //!
 //! # Known gaps
-//! - The scheduler keeps no per-vCPU migrations, hyperthread-contended run time or NUMA home
-//!   yet: [`read_facts`] takes moves as 0 and remote accesses as 0, and estimates co-runners and
-//!   the sibling's busy share from the pCPUs' busy time over the interval (the vCPU's current
-//!   pCPU's LLC and core; co-running assumed independent of the vCPU's own run). When the
-//!   scheduler keeps those facts, `read_facts` is the one place that reads them.
+//! - `read_facts` (the one place the model reads the scheduler) takes each vCPU's moves from the
+//!   scheduler's per-vCPU counters (all, across LLCs, across nodes) and its NUMA home; remote
+//!   accesses are judged at the sample: all remote while the vCPU sits off its home node, none on
+//!   it, `1 - 1/nodes` for a VM without a home (memory interleaved, research/cpu.md C26). Memory
+//!   follows a moved home at once (ESX migrates it gradually). The scheduler keeps no
+//!   hyperthread-contended run time: co-runners on the LLC and the sibling's busy share are
+//!   estimated from the pCPUs' busy time over the interval (the vCPU's current pCPU's LLC and
+//!   core; co-running assumed independent of the vCPU's own run).
 //! - Co-runners are assumed to have the same working set (equal LLC shares); memory bandwidth
 //!   contention is not modelled.
 //! - No PMU model: no multiplexing, no counter width, no vPMC save/restore.
@@ -208,12 +211,16 @@ pub struct PerfModel {
     /// per VM, its profile (VMs without one get no rows)
     profiles: Vec<Option<PerfProfile>>,
     mhz: f64,
-    /// per pCPU: its LLC and its hyperthread sibling (or itself)
+    /// per pCPU: its LLC, its NUMA node and its hyperthread sibling (or itself)
     llc_of: Vec<u32>,
+    node_of: Vec<u32>,
+    nodes: usize,
     sibling: Vec<u32>,
     /// per LLC: its pCPUs
     llc_pcpus: Vec<Vec<u32>>,
     prev_run: Vec<u64>,
+    /// per vCPU: its cumulative moves (all, across LLCs, across nodes) at the previous sample
+    prev_moves: Vec<[u64; 3]>,
     prev_busy: Vec<u64>,
     debt: Vec<f64>,
     last: Time,
@@ -288,9 +295,12 @@ impl PerfModel {
             profiles,
             mhz: topo.core_mhz as f64,
             llc_of: seen.iter().map(|p| p.llc).collect(),
+            node_of: seen.iter().map(|p| p.node).collect(),
+            nodes: topo.pcpus.iter().map(|p| p.node + 1).max().unwrap_or(1) as usize,
             sibling,
             llc_pcpus,
             prev_run: vec![0; vcpus],
+            prev_moves: vec![[0; 3]; vcpus],
             prev_busy: vec![0; n],
             debt: vec![0.0; vcpus],
             last: 0,
@@ -306,7 +316,26 @@ impl PerfModel {
         let run_ns = vc.time_ns[RUN] - self.prev_run[v];
         let span = (now - self.last).max(1) as f64;
         let p = vc.pcpu as usize;
-        let mut facts = VcpuFacts { run_ns, ..Default::default() };
+        // the scheduler counts every move, of those the ones to another LLC, of those the ones to
+        // another node
+        let [all, llc, node] = [vc.migrations, vc.llc_migrations, vc.node_migrations];
+        let [p_all, p_llc, p_node] = self.prev_moves[v];
+        let mut facts = VcpuFacts {
+            run_ns,
+            moves_core: (all - p_all - (llc - p_llc)) as f64,
+            moves_llc: (llc - p_llc - (node - p_node)) as f64,
+            moves_node: (node - p_node) as f64,
+            ..Default::default()
+        };
+        // memory lives on the VM's home node; a VM without one (not NUMA-managed, or wider than a
+        // node) has it interleaved over every node (research/cpu.md C26)
+        facts.remote_fraction = if vc.home == crate::cpu::NONE {
+            1.0 - 1.0 / self.nodes as f64
+        } else if p < self.node_of.len() && self.node_of[p] != vc.home {
+            1.0
+        } else {
+            0.0
+        };
         if p < self.llc_of.len() {
             let llc = self.llc_of[p] as usize;
             let llc_busy: u64 = self.llc_pcpus[llc].iter().map(|&q| self.busy[q as usize]).sum();
@@ -336,7 +365,9 @@ impl PerfModel {
             idx = if vm == prev_vm { idx + 1 } else { 0 };
             prev_vm = vm;
             let facts = self.read_facts(sched, v, now);
-            self.prev_run[v] = sched.vcpus[v].time_ns[RUN];
+            let vc = &sched.vcpus[v];
+            self.prev_run[v] = vc.time_ns[RUN];
+            self.prev_moves[v] = [vc.migrations, vc.llc_migrations, vc.node_migrations];
             let Some(profile) = self.profiles.get(vm as usize).and_then(|p| p.as_ref()) else { continue };
             if !powered_on(vm) {
                 continue;
