@@ -140,9 +140,13 @@ def oltp() -> list[Row]:
     parts = {x["component"]: x["percent"] for x in d["parts"]}
     rows.add("headline", "cycles/tx increase (%)", 22.35, d["total"]["percent"], POINTS, source="derived",
              note="B.5: 3668K / 2998K - 1; predicted from the simulated host view (±1 point)")
-    for comp, exact in (("guest user", 9.87), ("guest kernel", 2.54), ("hypervisor (VMM + VMkernel)", 8.04)):
+    for comp, exact in (("guest user", 9.87), ("guest kernel", 2.54)):
         rows.add("headline", f"{comp} share of native cycles (%)", exact, parts[comp], POINTS, source="derived",
                  note="B.5: component growth / native total cycles (A.6.3-4); predicted (±1 point)")
+    rows.add("calibration", "hypervisor (VMM + VMkernel) share of native cycles (%)", 8.04,
+             parts["hypervisor (VMM + VMkernel)"], POINTS, source="derived", judged=False,
+             note="B.5: 241K / 2998K; the hypervisor layer's cycles are an input (host - guest kernel), so this "
+                  "holds by construction, not judged")
     ratio = paper.value("table1", "Throughput (Trans/sec)", "", "vSphere 5.0") / paper.value("table1", "Throughput (Trans/sec)", "", "Native")
     rec = a.reconciliation()
     rows.add("headline", "throughput ratio to native (%)", 100 * ratio, 100 * rec["measured_throughput_ratio"], POINTS,
