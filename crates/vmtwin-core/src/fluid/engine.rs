@@ -50,6 +50,8 @@ pub struct FluidSim {
     core_mhz: f64,
     capacity_mhz: f64,
     pcpus: u32,
+    /// vCPUs of all VMs
+    vcpus: usize,
     pools: PoolTree,
     vms: Vec<Vm>,
     /// scheduled power-ons not done yet: (time, vm), latest first
@@ -160,6 +162,7 @@ impl FluidSim {
             core_mhz: topo.core_mhz as f64,
             capacity_mhz: topo.capacity_mhz() as f64,
             pcpus: topo.len() as u32,
+            vcpus,
             pools,
             vms,
             pending,
@@ -402,6 +405,8 @@ impl FluidSim {
         let interval = (now - self.last_sample) as f64;
         let core = self.core_mhz;
         let (mut run_total, mut ready_total, mut on) = (0u64, 0u64, 0u32);
+        self.vm_table.reserve(self.vms.len());
+        self.vcpu_table.reserve(self.vcpus);
         for (id, v) in self.vms.iter_mut().enumerate() {
             let d: [u64; STATES] = std::array::from_fn(|s| v.time_ns[s] - v.prev_ns[s]);
             v.prev_ns = v.time_ns;
