@@ -147,3 +147,19 @@ def test_the_tier1_simulated_reproduction_is_deterministic_and_labels_every_row(
     # the simulated cycle inflation is nested paging alone: a miss the reproduction reports
     inflation = next(r for r in rows if r.metric == "cycle increase (%)")
     assert inflation.verdict == "FAIL" and inflation.simulated < inflation.published
+
+
+def test_perf_stat_command_writes_both_files_or_nothing(oltp_runs, tmp_path, cli):
+    native, virtual = oltp_runs
+    out = tmp_path / "counters"
+    rc, _, err = cli("perf-stat", virtual.path, "--vm", "db", "--source", "native_os", "-o", out)
+    assert rc == 2 and "host_system or guest_vpmc" in err and "Traceback" not in err
+    assert not out.exists()
+    rc, _, err = cli("perf-stat", tmp_path / "missing", "--vm", "db", "--source", "native_os", "-o", out)
+    assert rc == 2 and "not a vmtwin results folder" in err and not out.exists()
+    rc, _, err = cli("perf-stat", virtual.path, "--vm", "db", "--source", "guest_vpmc", "--vpmc-mode", "hybrid",
+                     "-o", out)
+    assert rc == 0, err
+    assert sorted(p.name for p in out.iterdir()) == ["db-guest_vpmc-hybrid.json", "db-guest_vpmc-hybrid.perf.csv"]
+    run = load_run(out / "db-guest_vpmc-hybrid.json")
+    assert run.metadata.vpmc_mode == "hybrid" and run.metadata.work_unit == "transaction"
