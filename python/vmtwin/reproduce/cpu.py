@@ -1,5 +1,5 @@
 """The CPU white paper's shares, reservation and limit experiments ([WP §4.2], research/cpu.md
-B1-B3).
+B1-B3), and its wide-VM locality arithmetic ([WP §3.4.1], B11: the engine's NUMA clients).
 
 All three use a 4-pCPU host (C7: 1 socket x 4 cores, no HT; the paper's clock is not given, the
 Xeon 5355's 2660 MHz is used [X]) and CPU-bound vCPUs with no synchronisation (C8). The seed has
@@ -114,6 +114,52 @@ def limit() -> list[Row]:
     return rows
 
 
+_WIDE_PRINTED = {
+    (2, False): '"the local memory access will be about 50 percent" for an 8-vCPU VM on a 2-socket Opteron 83xx '
+                "without wide-VM NUMA [WP §3.4.1]",
+    (4, False): '"about 25 percent" on a 4-socket host without it [WP §3.4.1]',
+    (4, True): '"50 percent" on the 4-socket host with it [WP §3.4.1]',
+}
+_WIDE_DERIVED = {
+    (2, True): "not printed as a number: with wide-VM NUMA the 8 vCPUs form two 4-vCPU clients on the two nodes "
+               '(A7) and memory is interleaved over both, 1/2 local; the paper: "won\'t make much difference" [WP §3.4.1]',
+    (4, True, 2): "not printed: numa.vcpu.maxPerMachineNode = 2 makes four 2-vCPU clients on four nodes "
+                  '("an 8-vCPU VM then uses 4 nodes", [WP §4.7]), memory interleaved over 4 homes: 1/4',
+}
+
+
+def _local_fraction(nodes: int, wide: bool, max_per: int = 0) -> tuple[float, int]:
+    """One 8-vCPU VM on ``nodes`` quad-core NUMA nodes: the expected local-access fraction under
+    uniform accesses from the NUMA clients the engine made (the ``vcpu`` table's ``home_node``),
+    memory interleaved over the clients' home nodes, or over all nodes when the VM is not
+    NUMA-managed ([WP §3.4.1]); and the number of clients."""
+    from vmtwin.scenario import CpuScheduler
+
+    sched = CpuScheduler(numa_wide_vms=wide, numa_vcpu_max_per_machine_node=max_per)
+    host = Host(name=f"wide-{nodes}x4", sockets=nodes, cores_per_llc=4, core_mhz=CORE_MHZ)
+    sim = Simulation(Scenario(name="wide-vm", seed=1, duration="2s", host=host, cpu_scheduler=sched,
+                              vms=[_busy_vm("wide", 8)]))
+    sim.run()
+    homes = set(sim.tables()["vcpu"].column("home_node").to_pylist())
+    if homes == {-1.0}:
+        return 1.0 / nodes, 0
+    return 1.0 / len(homes), len(homes)
+
+
+def wide_vm_locality() -> list[Row]:
+    rows = []
+    for nodes, wide, max_per in ((2, False, 0), (2, True, 0), (4, False, 0), (4, True, 0), (4, True, 2)):
+        local, clients = _local_fraction(nodes, wide, max_per)
+        label = f"{nodes} nodes, wide-VM NUMA {'on' if wide else 'off'}" + (f", maxPerMachineNode {max_per}" if max_per else "")
+        key = (nodes, wide) if not max_per else (nodes, wide, max_per)
+        source, note = ("published", _WIDE_PRINTED[key]) if key in _WIDE_PRINTED else ("derived", _WIDE_DERIVED[key])
+        target = {(2, False): 0.5, (4, False): 0.25, (4, True): 0.5, (2, True): 0.5, (4, True, 2): 0.25}[key]
+        rows.append(Row("cpu-wide-vm-locality", f"8-vCPU VM local memory fraction, {label}", target, local, 0.0,
+                        x=nodes, series="wide" if wide else "no wide", source=source,
+                        note=f"{note}; engine: {clients or 'no'} NUMA clients"))
+    return rows
+
+
 CPU_EXPERIMENTS = [
     Experiment("cpu-shares", "Shares: two 4-vCPU VMs, share ratios 1:7 .. 7:1 on 4 pCPUs",
                "WP §4.2.1 Figure 3", shares, "vm0 shares a (ratio a:8-a)", "%USED (of 400)"),
@@ -121,4 +167,6 @@ CPU_EXPERIMENTS = [
                "WP §4.2.2 Figure 4", reservation, "other VMs k", "CPU normalised to vm0 alone"),
     Experiment("cpu-limit", "Limit: 4-vCPU vm0 limited to 50-200% beside an unlimited twin on 4 pCPUs",
                "WP §4.2.3 Figure 5", limit, "vm0 limit (% of a pCPU)", "%USED (of 400)"),
+    Experiment("cpu-wide-vm-locality", "Wide-VM NUMA: one 8-vCPU VM's local memory fraction on 2 and 4 quad-core nodes",
+               "WP §3.4.1 (research/cpu.md B11)", wide_vm_locality, "NUMA nodes", "local access fraction"),
 ]

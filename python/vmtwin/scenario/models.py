@@ -77,6 +77,8 @@ _UNITLESS_SCHED_KEYS = (
     "cosched_mode",
     "llc_aware",
     "numa_home_nodes",
+    "numa_wide_vms",
+    "numa_vcpu_max_per_machine_node",
     "numa_rebalance_imbalance",
     "migration_throttle",
     "migration_throttle_share",
@@ -105,6 +107,12 @@ class CpuScheduler(_Model):
     )
     numa_home_nodes: Optional[Annotated[bool, Strict()]] = Field(
         None, description="NUMA home nodes and the NUMA balancer: true (default) or false."
+    )
+    numa_wide_vms: Optional[Annotated[bool, Strict()]] = Field(
+        None, description="Wide-VM NUMA (ESX 4.1): split a VM wider than a node into NUMA clients, true (default) or false."
+    )
+    numa_vcpu_max_per_machine_node: Optional[Annotated[int, Strict(), Field(ge=0)]] = Field(
+        None, description="numa.vcpu.maxPerMachineNode: most vCPUs per NUMA client; 0 (default) = a node's cores."
     )
     numa_rebalance_period: Optional[Nanos] = Field(None, description="How often the NUMA balancer runs, e.g. '2s'.")
     numa_rebalance_imbalance: Optional[Annotated[float, Strict(), Field(ge=0.0)]] = Field(
@@ -420,8 +428,8 @@ class Scenario(_Model):
             "vms": vms,
             **({"fidelity": self.fidelity} if self.fidelity else {}),
             **engine_section(self),
-            **_memory.engine_section(self),
             **_storage.engine_section(self),
+            **_memory.engine_section(self),
         }
 
     def to_engine_json(self) -> str:

@@ -49,6 +49,14 @@ pub struct CpuSchedParams {
     /// `numa_rebalance_period_ns` the most loaded node gives a VM to the least loaded one.
     /// Default on.
     pub numa_home_nodes: bool,
+    /// Wide-VM NUMA support (ESX 4.1, research/cpu.md A7), a switch (dimensionless): a VM with
+    /// more vCPUs than a node has cores (or than `numa_vcpu_max_per_machine_node`) is split into
+    /// NUMA clients of as even sizes as possible, each with its own home node (distinct, least
+    /// loaded). Off (ESX 4.0): such a VM is not NUMA-managed. Default on.
+    pub numa_wide_vms: bool,
+    /// `numa.vcpu.maxPerMachineNode`: the most vCPUs of one VM per NUMA client, dimensionless (a
+    /// count); 0 means the cores of a node. Default 0 (research/cpu.md C27: no extra cap).
+    pub numa_vcpu_max_per_machine_node: u32,
     /// How often the NUMA balancer compares node loads, in ns. Default 2 s (research/cpu.md C28:
     /// the commonly cited `Numa.RebalancePeriod`, unverified [X]).
     pub numa_rebalance_period_ns: Time,
@@ -92,6 +100,8 @@ impl Default for CpuSchedParams {
             cosched_skew_threshold_ns: 3 * NS_PER_MS,
             llc_aware: true,
             numa_home_nodes: true,
+            numa_wide_vms: true,
+            numa_vcpu_max_per_machine_node: 0,
             numa_rebalance_period_ns: 2 * NS_PER_S,
             numa_rebalance_imbalance: 0.1,
             migrate_cost_core_ns: 40 * NS_PER_US,
