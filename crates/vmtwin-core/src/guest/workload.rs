@@ -16,6 +16,9 @@
 //!   `duty` of each vCPU whatever the contention, which is what vCenter means by demand and what
 //!   a max-min allocation is defined against: a VM below its fair share gets all of it, one above
 //!   builds a backlog and stays busy.
+//! - synchronous I/O (`storage.vcpu_io`, wired in `simulation/storage.rs`): any of the above
+//!   wrapped so that after each burst the vCPU issues one I/O and waits ([`Next::Io`]); when the
+//!   I/O completes the wrapped workload says what follows the burst ([`Workload::after_io`]).
 //! - `trace { segment_ns, utilization, burst_ns, loop }`: the duty cycle of each vCPU follows a
 //!   piecewise-constant utilisation (PlanetLab: 5-minute samples; Bitbrains: MHz fragments, both
 //!   normalised by the Python reader). A segment with zero utilisation halts until the next one.
@@ -51,6 +54,8 @@ pub enum Next {
     Halt(Time),
     /// halt for good
     HaltForever,
+    /// issue a synchronous I/O and wait for it (WAIT) before going on
+    Io,
 }
 
 /// A VM's workload model (shared by its vCPUs; each vCPU brings its own random stream).
@@ -80,6 +85,8 @@ pub enum Workload {
         /// start over at the end
         repeat: bool,
     },
+    /// the wrapped workload, with one synchronous I/O after each burst
+    SyncIo(Box<Workload>),
 }
 
 impl Workload {
@@ -127,6 +134,7 @@ impl Workload {
     /// What a vCPU does at power-on.
     pub fn at_power_on(&self, g: &mut GuestVcpu) -> Next {
         match self {
+            Workload::SyncIo(w) => w.at_power_on(g),
             Workload::Idle => Next::HaltForever,
             Workload::CpuBound { duty, burst_ns, arrivals, .. } => {
                 if *duty >= 1.0 && *arrivals == Arrivals::Closed {
@@ -142,8 +150,20 @@ impl Workload {
     }
 
     /// What a halted vCPU does when its halt ends, `t` ns after power-on.
+    #[inline]
     pub fn on_wake(&self, t: Time, g: &mut GuestVcpu) -> Next {
         match self {
+            Workload::SyncIo(w) => w.base_on_wake(t, g),
+            base => base.base_on_wake(t, g),
+        }
+    }
+
+    /// [`Workload::on_wake`] of a workload that is not [`Workload::SyncIo`] (kept apart so that
+    /// neither calls itself: the hot path inlines them).
+    #[inline(always)]
+    fn base_on_wake(&self, t: Time, g: &mut GuestVcpu) -> Next {
+        match self {
+            Workload::SyncIo(_) => unreachable!("synchronous I/O wraps a base workload"),
             Workload::Idle => Next::HaltForever,
             Workload::CpuBound { arrivals: Arrivals::Open, .. } => self.arrived(t, g),
             Workload::CpuBound { burst_ns, dist, .. } => Next::Work(draw(*burst_ns, *dist, &mut g.rng)),
@@ -156,8 +176,19 @@ impl Workload {
     }
 
     /// What a vCPU does when a burst completes, `t` ns after power-on.
+    #[inline]
     pub fn after_burst(&self, t: Time, g: &mut GuestVcpu) -> Next {
         match self {
+            Workload::SyncIo(_) => Next::Io,
+            base => base.base_after_burst(t, g),
+        }
+    }
+
+    /// [`Workload::after_burst`] of a workload that is not [`Workload::SyncIo`].
+    #[inline(always)]
+    fn base_after_burst(&self, t: Time, g: &mut GuestVcpu) -> Next {
+        match self {
+            Workload::SyncIo(_) => unreachable!("synchronous I/O wraps a base workload"),
             Workload::Idle => Next::HaltForever,
             Workload::CpuBound { arrivals: Arrivals::Open, .. } => self.arrived(t, g),
             Workload::CpuBound { duty, burst_ns, dist, .. } => {
@@ -173,6 +204,14 @@ impl Workload {
                 (_, Some(next)) => Next::Halt(next - t),
                 (_, None) => Next::HaltForever,
             },
+        }
+    }
+
+    /// After a burst's synchronous I/O completed: what the wrapped workload does after the burst.
+    pub fn after_io(&self, t: Time, g: &mut GuestVcpu) -> Next {
+        match self {
+            Workload::SyncIo(w) => w.base_after_burst(t, g),
+            base => base.base_after_burst(t, g),
         }
     }
 
@@ -199,6 +238,7 @@ impl Workload {
     /// pCPU: what it would use with no contention and no limit.
     pub fn demand(&self, t0: Time, t1: Time) -> f64 {
         match self {
+            Workload::SyncIo(w) => w.demand(t0, t1),
             Workload::Idle => 0.0,
             Workload::CpuBound { duty, .. } => *duty,
             Workload::Trace { .. } => {
@@ -241,6 +281,7 @@ impl Workload {
     }
 }
 
+#[inline(always)]
 fn draw(mean: f64, dist: BurstDist, rng: &mut Rng) -> Time {
     match dist {
         BurstDist::Fixed => ns(mean),
@@ -264,6 +305,21 @@ mod tests {
             "vms[0].workload",
         )
         .unwrap()
+    }
+
+    #[test]
+    fn sync_io_waits_after_each_burst_then_follows_the_wrapped_workload() {
+        let base = Workload::CpuBound { duty: 0.5, burst_ns: 1e6, dist: BurstDist::Exponential, arrivals: Arrivals::Closed };
+        let io = Workload::SyncIo(Box::new(base.clone()));
+        let (mut a, mut b) = (GuestVcpu { rng: Rng::new(9), next_arrival: 0 }, GuestVcpu { rng: Rng::new(9), next_arrival: 0 });
+        assert_eq!(io.at_power_on(&mut a), base.at_power_on(&mut b));
+        for k in 0..50 {
+            let t = k * 1_000_000;
+            assert_eq!(io.on_wake(t, &mut a), base.on_wake(t, &mut b));
+            assert_eq!(io.after_burst(t, &mut a), Next::Io, "no draw: the streams stay aligned");
+            assert_eq!(io.after_io(t, &mut a), base.after_burst(t, &mut b));
+        }
+        assert_eq!(io.demand(0, 10), base.demand(0, 10));
     }
 
     #[test]

