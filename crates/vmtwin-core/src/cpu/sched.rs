@@ -23,7 +23,9 @@
 //! is lower by more than a margin, else the one with the highest key in its LLC if lower by the
 //! margin plus a move's cost, or else queues on its last pCPU. Each VM that fits in a NUMA node
 //! has a home node (least loaded at power-on; the NUMA balancer moves one VM's home every
-//! `numa_rebalance_period_ns` when node loads differ by more than `numa_rebalance_imbalance`).
+//! `numa_rebalance_period_ns` when node loads differ by more than `numa_rebalance_imbalance`);
+//! a wider VM is split into NUMA clients, each with its own home (ESX 4.1 wide-VM support,
+//! `numa_wide_vms`, `numa_vcpu_max_per_machine_node`).
 //! CPU-load-based migration throttling (ESX 4, off by default, see its parameter) keeps a vCPU
 //! that made most of its pCPU's load from being pulled away. Keys are not the whole rule: a vCPU
 //! entitled to a whole pCPU, or on an uncommitted host one that gets all it wants, is displaced
@@ -51,6 +53,7 @@
 //! See [`CpuSchedParams`]: `quantum_ns` (50 ms), `wake_preempt_margin_ns` (1 ms),
 //! `max_lag_ns` (100 ms), `limit_burst_ns` (100 ms), `entitlement_interval_ns` (1 s),
 //! `demand_ewma_weight` (0.5); locality: `llc_aware` (on), `numa_home_nodes` (on),
+//! `numa_wide_vms` (on), `numa_vcpu_max_per_machine_node` (0: a node's cores),
 //! `numa_rebalance_period_ns` (2 s), `numa_rebalance_imbalance` (0.1), `migrate_cost_core_ns`
 //! (40 us), `migrate_cost_llc_ns` (800 us), `migrate_cost_node_ns` (1.2 ms),
 //! `migration_throttle` (off), `migration_throttle_share` (0.9).
@@ -66,7 +69,8 @@
 //! # Known gaps
 //! - Hyperthreading is not modelled (one vCPU per core); strict and relaxed-3x co-scheduling
 //!   are not in the engine; no scheduler cells, vSMP consolidation, inter-VM cache affinity or
-//!   extended fairness; wide VMs are not NUMA-managed (no NUMA clients).
+//!   extended fairness. The NUMA balancer moves only VMs of one client; a wide VM's clients
+//!   keep the homes power-on gave them.
 //! - Migration costs steer the scheduler's choices only: the vCPU is not slowed after a move
 //!   until the execution-speed model charges it. Memory does not follow a home move.
 //! - Home nodes are a preference, not a confinement: an idle pCPU on another node still takes
@@ -549,17 +553,23 @@ impl CpuSched {
 
     /// Power on VM `vm`'s vCPUs: they start halted (WAIT_IDLE), at the fair clock, and with
     /// NUMA home nodes on, on the least loaded node that has room for the VM (see
-    /// [`Self::home_node_for`]).
+    /// [`Self::numa_clients_for`]).
     pub fn power_on(&mut self, vm: u32, now: Time) {
         let clock = self.clock.value(now);
         let vcpus = self.vcpus_of(vm);
-        if let Some(n) = self.home_node_for(vm) {
-            self.set_home(vm, n);
-            // start on the home node, spread by VM number within it
+        let clients = self.numa_clients_for(vm);
+        if clients.len() == 1 {
+            self.set_home(vm, clients[0].0);
+        }
+        let mut at = vcpus.start;
+        for &(n, size) in &clients {
+            // each client starts on its home node, spread by VM number within it
             let (lo, hi) = (self.node_range[n as usize], self.node_range[n as usize + 1]);
-            for (i, vc) in self.vcpus[vcpus.clone()].iter_mut().enumerate() {
+            for (i, vc) in self.vcpus[at..at + size as usize].iter_mut().enumerate() {
+                vc.home = n;
                 vc.pcpu = (lo + (vm as usize + i) % (hi - lo)) as u32;
             }
+            at += size as usize;
         }
         for vc in &mut self.vcpus[vcpus] {
             vc.time_ns[VcpuState::Off as usize] += now - vc.since;
@@ -571,27 +581,86 @@ impl CpuSched {
         }
     }
 
-    /// The node VM `vm` should call home at power-on: the one whose cores carry the fewest
-    /// vCPUs of NUMA-managed VMs (lowest-numbered on ties), or `None` when NUMA home nodes are
-    /// off, the host has one node, or the VM has more vCPUs than a node has cores (a wide VM,
-    /// not NUMA-managed without wide-VM support: research/cpu.md C26, ESX 4.0).
-    fn home_node_for(&self, vm: u32) -> Option<u32> {
+    /// VM `vm`'s NUMA clients at power-on, as (home node, vCPUs), in vCPU order; none when
+    /// NUMA home nodes are off, the host has one node, or the VM is wide and wide-VM support is
+    /// off (ESX 4.0: not NUMA-managed, research/cpu.md C26).
+    ///
+    /// A client holds at most the cores of a node, or `numa_vcpu_max_per_machine_node` vCPUs
+    /// if that is set and smaller; a VM needs `ceil(vcpus / that)` clients, of sizes as even as
+    /// possible (6 vCPUs on 4-core nodes: 3 + 3). Each client goes to the node whose cores carry
+    /// the fewest vCPUs of NUMA-managed VMs, not already used by the VM while another is free
+    /// (lowest-numbered on ties). A VM of one client has that home node.
+    fn numa_clients_for(&self, vm: u32) -> Vec<(u32, u32)> {
         let nodes = self.node_range.len() - 1;
-        let n = self.gangs[vm as usize].n as usize;
-        if !self.params.numa_home_nodes || nodes < 2 {
-            return None;
+        let n = self.gangs[vm as usize].n;
+        if !self.params.numa_home_nodes || nodes < 2 || n == 0 {
+            return vec![];
         }
         let cores = |i: usize| self.node_range[i + 1] - self.node_range[i];
+        let node_cores = (0..nodes).map(cores).min().expect("nodes") as u32;
+        if !self.params.numa_wide_vms {
+            // ESX 4.0: a VM that fits a node has one home; a wider one is not NUMA-managed
+            return if n <= node_cores { vec![(self.least_loaded_node(), n)] } else { vec![] };
+        }
+        let cap = match self.params.numa_vcpu_max_per_machine_node {
+            0 => node_cores,
+            m => m.min(node_cores),
+        };
+        let k = n.div_ceil(cap);
         let mut load = vec![0usize; nodes];
-        for (w, &h) in self.vm_home.iter().enumerate() {
-            if h != NONE {
-                load[h as usize] += self.gangs[w].n as usize;
+        for vc in &self.vcpus {
+            if vc.home != NONE && vc.state != VcpuState::Off {
+                load[vc.home as usize] += 1;
             }
         }
-        (0..nodes)
-            .filter(|&i| n <= cores(i))
-            .min_by(|&a, &b| (load[a] * cores(b)).cmp(&(load[b] * cores(a))).then(a.cmp(&b)))
-            .map(|i| i as u32)
+        let mut used = vec![false; nodes];
+        let mut out = Vec::with_capacity(k as usize);
+        for c in 0..k {
+            // sizes as even as possible: the first n % k clients get one more
+            let size = n / k + u32::from(c < n % k);
+            let fresh = used.iter().any(|u| !u);
+            let home = (0..nodes)
+                .filter(|&i| !(fresh && used[i]))
+                .min_by(|&a, &b| (load[a] * cores(b)).cmp(&(load[b] * cores(a))).then(a.cmp(&b)))
+                .expect("a node");
+            used[home] = true;
+            load[home] += size as usize;
+            out.push((home as u32, size));
+        }
+        out
+    }
+
+    /// The node whose cores carry the fewest vCPUs of NUMA-managed VMs (lowest on ties).
+    fn least_loaded_node(&self) -> u32 {
+        let nodes = self.node_range.len() - 1;
+        let cores = |i: usize| self.node_range[i + 1] - self.node_range[i];
+        let mut load = vec![0usize; nodes];
+        for vc in &self.vcpus {
+            if vc.home != NONE && vc.state != VcpuState::Off {
+                load[vc.home as usize] += 1;
+            }
+        }
+        (0..nodes).min_by(|&a, &b| (load[a] * cores(b)).cmp(&(load[b] * cores(a))).then(a.cmp(&b))).expect("a node") as u32
+    }
+
+    /// The NUMA clients of VM `vm`: the home node of each vCPU, in order ([`NONE`] for a VM
+    /// that is not NUMA-managed).
+    pub fn homes_of(&self, vm: u32) -> Vec<u32> {
+        self.vcpus[self.vcpus_of(vm)].iter().map(|vc| vc.home).collect()
+    }
+
+    /// The share of VM `vm`'s memory accesses that are local under a uniform access pattern,
+    /// as research/cpu.md A7 computes it: memory is placed on the VM's home node, or interleaved
+    /// over its clients' home nodes (a wide VM: `1 / distinct homes`), or over every node when
+    /// the VM is not NUMA-managed (`1 / nodes`).
+    pub fn local_memory_fraction(&self, vm: u32) -> f64 {
+        let mut homes = self.homes_of(vm);
+        homes.sort_unstable();
+        homes.dedup();
+        match homes.as_slice() {
+            [NONE] | [] => 1.0 / (self.node_range.len() - 1) as f64,
+            h => 1.0 / h.len() as f64,
+        }
     }
 
     fn set_home(&mut self, vm: u32, node: u32) {
