@@ -5,7 +5,7 @@ this draws a fixed, seeded sample of the same scenarios (the strategy of that fi
 every one, so a scheduler change can be judged by its pass rate and its worst error rather than
 by which example a test run happened to meet first.
 
-    python scripts/maxmin_census.py [--examples 60] [--pools] [--attainable]
+    python scripts/maxmin_census.py [--examples 60] [--pools] [--attainable] [--dump DIR]
 
 Prints one line per scenario (pass/miss, worst error in points of a pCPU) and a summary line.
 """
@@ -31,6 +31,7 @@ def main() -> int:
     ap.add_argument("--examples", type=int, default=60)
     ap.add_argument("--pools", action="store_true", help="draw pool trees too")
     ap.add_argument("--attainable", action="store_true", help="keep only the scenarios `attainable` keeps")
+    ap.add_argument("--dump", type=Path, help="write each missed scenario here as miss-<n>.yaml")
     args = ap.parse_args()
     rows: list[tuple[bool, float]] = []
     seen: set[str] = set()
@@ -55,6 +56,9 @@ def main() -> int:
                if abs(got[v] - expected[v]) > max(prop.REL_TOL * expected[v], prop.ABS_TOL_PCPU * core)]
         worst = max(((got[v] - expected[v]) / core for v in expected), key=abs)
         rows.append((not bad, worst))
+        if bad and args.dump:
+            args.dump.mkdir(parents=True, exist_ok=True)
+            (args.dump / f"miss-{len(rows)}.yaml").write_text(key)
         print(f"{len(rows):3} {'ok  ' if not bad else 'MISS'} cores={sc.host.cores} vms={len(sc.vms)} "
               f"pools={len(sc.resource_pools)} worst={100 * worst:+.2f} pts {' '.join(bad)}", flush=True)
 
