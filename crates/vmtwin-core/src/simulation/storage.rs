@@ -147,6 +147,13 @@ impl Simulation {
                 other => other,
             })?;
         }
+        for t in &section.traces {
+            let disk = disk_idx(&t.disk);
+            let records = crate::storage::workload::read_vscsi_csv(std::path::Path::new(&t.path))?;
+            let on = self.spec.vms[disk_vm[disk as usize] as usize].power_on_ns;
+            let replay = crate::storage::workload::TraceReplay { records, start_ns: on + t.start_ns, speed: t.speed };
+            storage.add_workload(disk, WorkloadSpec::Trace(replay))?;
+        }
         let mut vm_io = vec![None; self.vms.len()];
         let mut vcpu_io = vec![None; self.guests.len()];
         for io in &section.vcpu_io {

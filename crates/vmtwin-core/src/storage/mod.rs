@@ -31,7 +31,7 @@ pub mod workload;
 
 pub use counters::{DiskCounters, EsxtopDisk};
 pub use params::*;
-pub use scenario::{DiskSection, DiskWorkload, PathAction, PathEvent, StorageSection, VcpuIoSpec};
+pub use scenario::{DiskSection, DiskTrace, DiskWorkload, PathAction, PathEvent, StorageSection, VcpuIoSpec};
 pub use stack::{Completion, Storage};
 
 use crate::sim::Time;

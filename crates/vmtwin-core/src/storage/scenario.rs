@@ -32,6 +32,9 @@ pub struct StorageSection {
     /// I/O generators, each on one VM disk
     #[serde(default)]
     pub workloads: Vec<DiskWorkload>,
+    /// block-trace replays, each on one VM disk
+    #[serde(default)]
+    pub traces: Vec<DiskTrace>,
     /// VMs whose vCPUs issue one synchronous I/O after each CPU burst
     #[serde(default)]
     pub vcpu_io: Vec<VcpuIoSpec>,
@@ -59,6 +62,27 @@ pub struct DiskWorkload {
     /// the generator
     #[serde(flatten)]
     pub workload: WorkloadSpec,
+}
+
+/// Replay of a block trace file (the CloudPhysics VSCSI CSV of `shared/data/io-traces`, read by
+/// [`super::workload::read_vscsi_csv`]) on a VM disk, from its VM's power-on plus `start_ns`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiskTrace {
+    /// the VM disk's name
+    pub disk: String,
+    /// the trace file (absolute, or relative to the working directory)
+    pub path: String,
+    /// when the first record is issued, ns after the VM's power-on
+    #[serde(default)]
+    pub start_ns: Time,
+    /// time compression: 2.0 replays twice as fast
+    #[serde(default = "one")]
+    pub speed: f64,
+}
+
+fn one() -> f64 {
+    1.0
 }
 
 /// Synchronous guest I/O: after each CPU burst a vCPU of `vm` issues one request to `disk` and
@@ -128,6 +152,14 @@ impl StorageSection {
         for (i, w) in self.workloads.iter().enumerate() {
             if !disk_names.contains(&w.disk.as_str()) {
                 invalid!(format!("storage.workloads[{i}].disk"), format!("'{}'", w.disk), format!("one of the VM disks {disk_names:?}"));
+            }
+        }
+        for (i, t) in self.traces.iter().enumerate() {
+            if !disk_names.contains(&t.disk.as_str()) {
+                invalid!(format!("storage.traces[{i}].disk"), format!("'{}'", t.disk), format!("one of the VM disks {disk_names:?}"));
+            }
+            if !(t.speed > 0.0 && t.speed.is_finite()) {
+                invalid!(format!("storage.traces[{i}].speed"), t.speed, "a factor > 0");
             }
         }
         let mut seen = std::collections::HashSet::new();
