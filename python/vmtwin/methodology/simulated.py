@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from vmtwin.exceptions import scenario_error
 from vmtwin.methodology import perfstat
@@ -111,7 +112,7 @@ def vm_rows(results: Any, vm: str) -> tuple[pa.Table, dict[str, Any]]:
         profiled = sorted((spec.get("perf") or {}).get("vms", {}))
         raise scenario_error("--vm", vm, "a profiled VM of the run: " + (", ".join(profiled) or "none"))
     table = res.arrow("vcpu_perf")
-    table = table.filter(pa.compute.equal(table["vm"], vm))
+    table = table.filter(pc.equal(table["vm"], vm))
     return table, {"profile": profile, "spec": spec, "interval_s": res.manifest["sample_interval_s"]}
 
 
@@ -123,7 +124,7 @@ def metadata(rows: pa.Table, info: dict[str, Any], source: str, vpmc_mode: Optio
     times = rows["time_s"].to_pylist()
     if not times:
         raise scenario_error("simulated run", "no vcpu_perf rows", "a VM that was powered on for a sample")
-    work = float(pa.compute.sum(rows["work_units"]).as_py())
+    work = float(pc.sum(rows["work_units"]).as_py())
     if not work > 0:
         raise scenario_error("simulated run work_units", work, "> 0 (the VM ran)")
     duration = max(times) - min(times) + interval
