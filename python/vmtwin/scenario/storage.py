@@ -26,6 +26,9 @@ unit, default and source is in ``storage/params.rs``).
           datastore: ds1
           shares: high
           workload: {type: iometer, block_size: 16KB, read_pct: 50, random_pct: 100, outstanding: 32}
+        - vm: batch
+          datastore: ds1
+          workload: {type: trace, path: ../shared/data/io-traces/cloudPhysicsIO.csv, speed: 1}
         - vm: db
           datastore: ds1
           vcpu_io: {block_size: 8KB, read_pct: 100}   # each vCPU waits for one I/O after each burst
@@ -180,7 +183,17 @@ class FileBench(_Model):
     start: Nanos = Field("0s", description="Start after the VM's power-on.")
 
 
-IoWorkload = Annotated[Union[Iometer, Poisson, FileBench], Field(discriminator="type")]
+class TraceIo(_Model):
+    """Replay of a block trace (the CloudPhysics VSCSI CSV format of ``shared/data/io-traces``:
+    ``version,time,op,size,lbn``, whole seconds, op 28 read / 2a write, lbn in 512-byte sectors)."""
+
+    type: Literal["trace"] = "trace"
+    path: Annotated[str, Strict(), Field(min_length=1)] = Field(description="The CSV file, relative to the scenario file.")
+    speed: Annotated[float, Strict(), Field(gt=0.0, le=1e6)] = Field(1.0, description="Replay this many times faster.")
+    start: Nanos = Field("0s", description="Start after the VM's power-on.")
+
+
+IoWorkload = Annotated[Union[Iometer, Poisson, FileBench, TraceIo], Field(discriminator="type")]
 
 
 class VcpuIo(_Model):
@@ -295,7 +308,12 @@ def _check(scenario: "Scenario", st: Storage) -> None:
         if d.size < 512:
             raise scenario_error(f"{at}.size", d.size, "at least 512 bytes")
         sizes = []
-        if d.workload is not None:
+        if isinstance(d.workload, TraceIo):
+            p = _trace_file(scenario, d.workload.path)
+            if not p.is_file():
+                raise scenario_error(f"{at}.workload.path", d.workload.path,
+                                     f"an existing trace file (looked for {p})")
+        elif d.workload is not None:
             sizes.append(("workload.block_size", d.workload.block_size))
         if d.vcpu_io is not None:
             sizes.append(("vcpu_io.block_size", d.vcpu_io.block_size))
@@ -314,6 +332,13 @@ def _check(scenario: "Scenario", st: Storage) -> None:
         n = len(st.datastores[stores.index(e.datastore)].paths)
         if e.path >= n:
             raise scenario_error(f"{at}.path", e.path, f"a path index below {n} (the datastore's paths)")
+
+
+def _trace_file(scenario: "Scenario", path: str):
+    from pathlib import Path as _P
+
+    p = _P(path)
+    return p if p.is_absolute() else scenario.base_dir / p
 
 
 def _check_psp(at: str, psp: Psp, npaths: int) -> None:
@@ -404,13 +429,16 @@ def to_engine(scenario: "Scenario") -> dict:
     arrays = [_drop_none({"name": a.name, "engines_per_controller": a.engines_per_controller,
                           "controller_ns": a.controller_time, "backend_read_ns": a.backend_read_time,
                           "mirror_ns": a.mirror_time, "hop_ns": a.hop_time}) for a in st.arrays]
-    disks, workloads, vcpu_io = [], [], []
+    disks, workloads, vcpu_io, traces = [], [], [], []
     for d in st.disks:
         for inst in vm_entries[d.vm].expanded_names():
             name = f"{inst}:{d.name}"
             disks.append({"name": name, "vm": inst, "lun": d.datastore, "shares": _shares(d.shares),
                           "span_bytes": d.size, "offset_bytes": d.offset})
-            if d.workload is not None:
+            if isinstance(d.workload, TraceIo):
+                traces.append({"disk": name, "path": str(_trace_file(scenario, d.workload.path).resolve()),
+                               "start_ns": d.workload.start, "speed": d.workload.speed})
+            elif d.workload is not None:
                 workloads.append(_workload(d.workload, name))
             if d.vcpu_io is not None:
                 vcpu_io.append({"vm": inst, "disk": name, "block_bytes": d.vcpu_io.block_size,
@@ -425,6 +453,7 @@ def to_engine(scenario: "Scenario") -> dict:
                             for p in ds.paths]} for ds in st.datastores],
         "disks": disks,
         "workloads": workloads,
+        "traces": traces,
         "vcpu_io": vcpu_io,
         "events": [{"at_ns": e.at, "lun": e.datastore, "path": e.path, "action": e.action} for e in st.events],
     }
