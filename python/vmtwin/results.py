@@ -148,6 +148,13 @@ TABLE_COLUMNS: dict[str, list[str]] = {
         "used_ns",
     ],
     "pcpu": ["time_s", "pcpu", "%PCPU_UTIL", "%PCPU_USED"],
+    # memory (docs/reference/counters.md): sizes in MB, rates in MB/s, as esxtop shows them
+    "mem": [
+        "time_s", "vm", "vm_id", "MEMSZ", "GRANT", "CNSM", "SZTGT", "TCHD", "TCHD_W", "MCTLSZ", "MCTLTGT",
+        "SWCUR", "SWTGT", "SWR/s", "SWW/s", "ZIP/s", "UNZIP/s", "ZIP", "CACHEUSD", "SHRD", "ZERO", "SHRDSVD",
+        "%SWPWT", "COWH/s", "MEMCPU_ms",
+    ],
+    "mem_host": ["time_s", "PMEM", "FREE", "state"],
     # storage (docs/storage.md): esxtop's disk views per VM disk, LUN, path and adapter; the name
     # columns are added from the spec beside their index columns (vmtwin.scenario.storage)
     "disk": ["time_s", "vm", "vm_id", "disk", "disk_id", "lun", "lun_id", *_ESXTOP_DISK],

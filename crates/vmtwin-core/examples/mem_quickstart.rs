@@ -18,6 +18,7 @@ impl MemScheduler for Queue {
         let code = match ev {
             MemEvent::Tick => u32::MAX,
             MemEvent::SwapOutDone { batch } => batch,
+            MemEvent::Resume { .. } => unreachable!("the host never schedules the run loop's resume"),
         };
         self.0.push(Reverse((t, self.1, code)));
     }

@@ -27,6 +27,10 @@ pub struct SimSpec {
     /// resource pools, parents before children
     #[serde(default)]
     pub pools: Vec<PoolSpec>,
+    /// the memory subsystem (`mem/`): host policy and per-VM settings; memory is not modelled
+    /// when this is absent
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<crate::mem::MemorySpec>,
     /// virtual machines
     pub vms: Vec<VmSpec>,
     /// the storage subsystem (`storage/scenario.rs`): adapters, arrays, LUNs, VM disks, I/O

@@ -47,6 +47,7 @@ pub fn spec(pcpus: u32, duration_ns: u64, vms: Vec<VmSpec>) -> SimSpec {
         cpu_sched: Default::default(),
         pools: vec![],
         vms,
+        memory: None,
         perf: None,
         storage: None,
         fidelity: Default::default(),

@@ -225,6 +225,7 @@ fn base_spec(cores: u32, core_mhz: u64) -> SimSpec {
         cpu_sched: Default::default(),
         pools: vec![],
         vms: vec![],
+        memory: None,
         perf: None,
         storage: None,
         fidelity: Default::default(),

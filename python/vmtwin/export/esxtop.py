@@ -200,6 +200,12 @@ def to_esxtop_csv(
     header += dh
     columns += dc
 
+    from vmtwin.export.esxtop_mem import mem_columns  # memory tables, when the run has them
+
+    mh, mc = mem_columns({t: res.table(t) for t in ("mem", "mem_host") if t in res.tables}, times, prefix)
+    header += mh
+    columns += mc
+
     out = Path(path)
     with atomic_output(out, "esxtop CSV") as tmp:
         with tmp.open("w", newline="", encoding="utf-8") as fh:

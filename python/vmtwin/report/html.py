@@ -26,6 +26,7 @@ from vmtwin.report.compare import COMPARED, compare_hosts, compare_runs
 from vmtwin.report.cluster import cluster_html, cluster_totals, is_cluster
 from vmtwin.report.pools import ROOT, pool_tree, pool_usage
 from vmtwin.report.storage import storage_html
+from vmtwin.report.memory import memory_html
 from vmtwin.report.summary import vm_summary
 from vmtwin.results import Results
 
@@ -381,6 +382,7 @@ def render_report(
             '<p class="note">Pool settings as the scenario sets them. Usage and entitlement are sums '
             "over the VMs in the pool and below it.</p>",
             *storage_html(res),
+            *memory_html(res),
             *compare_html,
             "<h2>Figures</h2>",
             *blocks,

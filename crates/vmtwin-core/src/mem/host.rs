@@ -69,6 +69,34 @@ pub enum MemEvent {
         /// in-flight batch
         batch: u32,
     },
+    /// the run loop's own: vCPU `vcpu`, which waited for a swap-in or a blocked allocation,
+    /// resumes its burst (the host ignores it)
+    Resume {
+        /// global vCPU index
+        vcpu: u32,
+    },
+}
+
+/// A swap I/O for the storage subsystem (see [`MemHost::queue_swap_io`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SwapRequest {
+    /// write `pages` pages of VM `vm` to its swap file, as swap-out batch `batch`; report with
+    /// [`MemHost::swap_write_done`]
+    Write {
+        /// VM (memory index)
+        vm: u32,
+        /// in-flight batch
+        batch: u32,
+        /// pages
+        pages: u32,
+    },
+    /// read page `ppn` of VM `vm` back; report with [`MemHost::swap_read_done`]
+    Read {
+        /// VM (memory index)
+        vm: u32,
+        /// guest page
+        ppn: u32,
+    },
 }
 
 /// Where the memory subsystem schedules its events (the run loop's queue).
@@ -92,6 +120,9 @@ pub enum Access {
         /// completion of the read
         until: Time,
     },
+    /// a synchronous swap-in submitted to the storage queues ([`MemHost::queue_swap_io`]): the
+    /// vCPU waits until the run loop reports its completion ([`MemHost::swap_read_done`])
+    SwapIo,
     /// the access could not be served (allocation blocked or no free page); retry at `retry_at`
     Blocked {
         /// next policy tick
@@ -108,6 +139,8 @@ pub struct VmMemSpec {
     pub pages: u32,
     /// reservation in pages
     pub min_pages: u32,
+    /// limit in pages (`None`: the configured size)
+    pub limit_pages: Option<u32>,
     /// memory shares
     pub shares: f64,
     /// overhead memory in pages (32 MB = 8192 typical [S1 §6.1])
@@ -130,6 +163,7 @@ impl VmMemSpec {
             name: name.into(),
             pages,
             min_pages: 0,
+            limit_pages: None,
             shares: f64::from(pages) * 10.0 / 256.0,
             overhead_pages: 8192,
             home_node: 0,
@@ -233,7 +267,9 @@ pub struct MemHost {
     frames: FrameTable,
     shared_pages: u64,
     state: MemState,
-    swap: Box<dyn SwapDevice>,
+    /// the device, or `None` when swap I/O goes out as [`SwapRequest`]s
+    swap: Option<Box<dyn SwapDevice>>,
+    swap_requests: Vec<SwapRequest>,
     inflight: Vec<Vec<u32>>,
     inflight_free: Vec<u32>,
     host_overhead: Vec<u32>,
@@ -277,7 +313,8 @@ impl MemHost {
             frames: FrameTable::default(),
             shared_pages: 0,
             state: MemState::High,
-            swap,
+            swap: Some(swap),
+            swap_requests: Vec::new(),
             inflight: Vec::new(),
             inflight_free: Vec::new(),
             host_overhead,
@@ -370,12 +407,8 @@ impl MemHost {
                 self.next_tick = now + self.params.tick_ns;
                 sched.at(self.next_tick, MemEvent::Tick);
             }
-            MemEvent::SwapOutDone { batch } => {
-                for m in std::mem::take(&mut self.inflight[batch as usize]) {
-                    self.free_mpn(m);
-                }
-                self.inflight_free.push(batch);
-            }
+            MemEvent::SwapOutDone { batch } => self.swap_write_done(batch),
+            MemEvent::Resume { .. } => {}
         }
     }
 
@@ -409,6 +442,16 @@ impl MemHost {
     /// Number of VMs.
     pub fn vm_count(&self) -> u32 {
         self.vms.len() as u32
+    }
+
+    /// A VM's cumulative counters (O(1), unlike [`MemHost::vm_stats`]).
+    pub fn counters(&self, vm: u32) -> &VmMemCounters {
+        &self.vms[vm as usize].c
+    }
+
+    /// The tunables in force.
+    pub fn params(&self) -> &MemParams {
+        &self.params
     }
 
     /// Read access to a VM's pmap.
@@ -490,13 +533,20 @@ impl MemHost {
                 self.fit_cache(vm);
                 Access::Fault { stall_ns: stall }
             }
-            PageState::Swapped => {
-                let until = self.swap.read(vm, now);
-                let v = &mut self.vms[vm as usize];
-                v.c.swap_in_pages += 1;
-                v.c.swap_wait_ns += until - now;
-                Access::SwapWait { until }
-            }
+            PageState::Swapped => match self.swap.as_mut() {
+                Some(dev) => {
+                    let until = dev.read(vm, now);
+                    let v = &mut self.vms[vm as usize];
+                    v.c.swap_in_pages += 1;
+                    v.c.swap_wait_ns += until - now;
+                    Access::SwapWait { until }
+                }
+                None => {
+                    self.swap_requests.push(SwapRequest::Read { vm, ppn });
+                    self.vms[vm as usize].c.swap_in_pages += 1;
+                    Access::SwapIo
+                }
+            },
             PageState::Shared => {
                 self.unshare(cid);
                 self.vms[vm as usize].c.cow_breaks += 1;
@@ -741,7 +791,7 @@ impl MemHost {
     }
 
     fn issue(&mut self, vm: u32, mpns: Vec<u32>, now: Time, sched: &mut impl MemScheduler) {
-        let done = self.swap.write(vm, mpns.len() as u32, now);
+        let pages = mpns.len() as u32;
         let id = match self.inflight_free.pop() {
             Some(i) => {
                 self.inflight[i as usize] = mpns;
@@ -752,7 +802,44 @@ impl MemHost {
                 self.inflight.len() as u32 - 1
             }
         };
-        sched.at(done, MemEvent::SwapOutDone { batch: id });
+        match self.swap.as_mut() {
+            Some(dev) => {
+                let done = dev.write(vm, pages, now);
+                sched.at(done, MemEvent::SwapOutDone { batch: id });
+            }
+            None => self.swap_requests.push(SwapRequest::Write { vm, batch: id, pages }),
+        }
+    }
+
+    // ---- swap I/O through the storage queues ------------------------------------------------
+
+    /// Send swap I/O out as [`SwapRequest`]s instead of to the device given at construction:
+    /// the run loop submits them to the storage subsystem and reports their completions.
+    pub fn queue_swap_io(&mut self) {
+        self.swap = None;
+    }
+
+    /// Whether swap requests wait to be submitted.
+    pub fn has_swap_requests(&self) -> bool {
+        !self.swap_requests.is_empty()
+    }
+
+    /// The swap requests made since the last call, in order.
+    pub fn take_swap_requests(&mut self) -> Vec<SwapRequest> {
+        std::mem::take(&mut self.swap_requests)
+    }
+
+    /// Swap-out batch `batch` is on disk: its machine pages are free.
+    pub fn swap_write_done(&mut self, batch: u32) {
+        for m in std::mem::take(&mut self.inflight[batch as usize]) {
+            self.free_mpn(m);
+        }
+        self.inflight_free.push(batch);
+    }
+
+    /// A swap-in of VM `vm` completed after the vCPU waited `waited_ns` (%SWPWT).
+    pub fn swap_read_done(&mut self, vm: u32, waited_ns: Time) {
+        self.vms[vm as usize].c.swap_wait_ns += waited_ns;
     }
 
     /// The allocation the policy sees (see the module docs), in pages.
@@ -817,7 +904,7 @@ impl MemHost {
                     shares: v.spec.shares,
                     active: if alloc[i] > 0.0 { (active_pages / alloc[i]).min(1.0) } else { 1.0 },
                     min: f64::from(v.spec.min_pages),
-                    max: f64::from(v.spec.pages).min(self.mapped(i as u32) as f64),
+                    max: f64::from(v.spec.limit_pages.unwrap_or(v.spec.pages).min(v.spec.pages)).min(self.mapped(i as u32) as f64),
                 }
             })
             .collect();

@@ -26,11 +26,13 @@ pub mod params;
 pub mod pmap;
 pub mod policy;
 pub mod sharing;
+pub mod spec;
 pub mod swap;
 
 pub use content::{ContentSpec, MemoryImage, PAGE_BYTES};
-pub use host::{Access, MemEvent, MemHost, MemScheduler, VmMemCounters, VmMemSpec, VmMemStats};
+pub use host::{Access, MemEvent, MemHost, MemScheduler, SwapRequest, VmMemCounters, VmMemSpec, VmMemStats};
 pub use params::{min_free_pages, MemParams, Preset};
 pub use pmap::{PageState, Pmap};
 pub use policy::{adjusted_ratio, idle_cost, next_state, targets, ActiveEstimate, MemClaim, MemState};
+pub use spec::{MemorySpec, VmMemorySpec};
 pub use swap::{FixedLatencySwapStandIn, SwapDevice};

@@ -1,16 +1,511 @@
 //! The run loop's side of the memory subsystem: building it from the spec, routing its events,
-//! and turning guest accesses into vCPU stalls and waits.
+//! turning guest accesses into vCPU stalls and waits, and sampling the `mem` tables.
+//!
+//! **Boot.** At power-on the guest has loaded its OS image and application: those pages (the
+//! first `os_fraction + app_fraction` of its memory, as the content model lays them out) are
+//! mapped, so page sharing finds them before the workload runs.
+//!
+//! **Touches.** A running vCPU touches guest memory: every burst of `w` ns of CPU work touches
+//! `w * pages_per_cpu_s / 1e9` pages of its VM's working set (a fractional remainder carries to
+//! the next burst), at random or round-robin, a `write_fraction` of them writing new private
+//! content. The touches are made when the burst starts, through [`MemHost::read`] /
+//! [`MemHost::write`]:
+//!
+//! - a hit costs nothing; an in-memory fault (first touch, balloon pop, decompression,
+//!   copy-on-write break) adds its stall to the burst's CPU work (hypervisor time on that vCPU);
+//! - a swapped page stops the touches: the vCPU is not runnable until the synchronous swap-in
+//!   completes (it halts until then and resumes the rest of its touches, then the burst), which
+//!   the `mem` table shows as %SWPWT;
+//! - a blocked allocation (low state, or no free page) halts the vCPU until the retry time.
+//!
+//! **CPU costs.** The CPU the host spends for a VM on sharing scans and compression during a
+//! policy tick is owed by that VM and added to the next burst of one of its vCPUs, as [S1 §4.3]
+//! and [S2 Table 4] charge them to the VM.
+//!
+//! **Swap device.** Without storage in the scenario, swap goes to
+//! [`FixedLatencySwapStandIn`] (fixed latencies from the spec, no queueing).
+//!
+//! # Counters
+//! `mem` (one row per powered-on VM per sample, MB as esxtop shows them): MEMSZ, GRANT, CNSM,
+//! SZTGT, TCHD, TCHD_W (working set), MCTLSZ, MCTLTGT, SWCUR, SWTGT, SWR/s, SWW/s, ZIP/s,
+//! UNZIP/s, ZIP (compressed MB), CACHEUSD, SHRD, ZERO, SHRDSVD, %SWPWT, COWH/s (copy-on-write
+//! breaks), MEMCPU_ms (CPU charged for scans and compression in the interval); `mem_host`:
+//! PMEM, FREE, the state (0 high, 1 soft, 2 hard, 3 low).
+//!
+//! # Known gaps
+//! - A swap wait spanning a sample boundary counts in the interval it started in.
+//! - The waiting vCPU is halted (%IDLE in the CPU tables, inside %WAIT as esxtop's %SWPWT is),
+//!   not in the scheduler's WAIT state (%VMWAIT).
+//! - An idle VM's scan cost is owed until its next burst.
 
 use super::Simulation;
-use crate::sim::Time;
+use crate::guest::Next;
+use crate::mem::spec::{pages_of, TouchPattern};
+use crate::mem::{Access, MemScheduler, FixedLatencySwapStandIn, MemEvent, MemHost, MemoryImage, MemorySpec, SwapRequest, VmMemCounters, VmMemSpec, PAGE_BYTES};
+use crate::storage::Op;
+use crate::wiring::IoToken;
+use crate::metrics::{Table, Value};
+use crate::sim::{stream_seed, Rng, Time, NS_PER_S};
 use crate::wiring::Post;
+use crate::VmtwinResult;
+
+/// Pages per MB (esxtop's unit).
+const PAGES_PER_MB: f64 = 256.0;
+/// A swap I/O token's batch with this bit set is a swap-in, the rest of it the waiting vCPU;
+/// without it, a swap-out batch of the memory subsystem's numbering.
+const SWAP_IN: u32 = 1 << 31;
+
+/// How one VM touches its memory.
+#[derive(Debug, Clone)]
+struct Touch {
+    start: u32,
+    pages: u32,
+    per_ns: f64,
+    write_fraction: f64,
+    pattern: TouchPattern,
+    cursor: u32,
+}
+
+/// A vCPU's memory side: its stream, the fractional touch carried over, and a burst waiting on
+/// a swap-in or a blocked allocation.
+#[derive(Debug, Clone)]
+struct VcpuMem {
+    rng: Rng,
+    credit: f64,
+    pending: Option<(Time, u64)>,
+    /// when its swap-in went to the storage queues
+    swap_issued: Time,
+}
+
+/// Where a VM's swap file is, when swap goes through the storage queues.
+#[derive(Debug, Clone)]
+struct SwapFile {
+    disk: u32,
+    span_bytes: u64,
+    write_cursor: u64,
+}
+
+/// The memory subsystem as the run loop holds it.
+pub(super) struct Memory {
+    host: MemHost,
+    spec: MemorySpec,
+    /// the memory subsystem's index of each VM, once powered on
+    index: Vec<Option<u32>>,
+    touch: Vec<Touch>,
+    vcpus: Vec<VcpuMem>,
+    owed_ns: Vec<u64>,
+    /// per VM, its swap file on a datastore (empty: swap goes to the stand-in device)
+    swap_files: Vec<Option<SwapFile>>,
+    /// the VM of each memory index
+    vm_of: Vec<u32>,
+    prev: Vec<VmMemCounters>,
+    last_sample: Time,
+    vm_table: Table,
+    host_table: Table,
+}
+
+fn vm_schema() -> Table {
+    let f = Value::F64(0.0);
+    Table::with_schema(&[
+        ("time_s", f),
+        ("vm_id", Value::U32(0)),
+        ("MEMSZ", f),
+        ("GRANT", f),
+        ("CNSM", f),
+        ("SZTGT", f),
+        ("TCHD", f),
+        ("TCHD_W", f),
+        ("MCTLSZ", f),
+        ("MCTLTGT", f),
+        ("SWCUR", f),
+        ("SWTGT", f),
+        ("SWR/s", f),
+        ("SWW/s", f),
+        ("ZIP/s", f),
+        ("UNZIP/s", f),
+        ("ZIP", f),
+        ("CACHEUSD", f),
+        ("SHRD", f),
+        ("ZERO", f),
+        ("SHRDSVD", f),
+        ("%SWPWT", f),
+        ("COWH/s", f),
+        ("MEMCPU_ms", f),
+    ])
+}
+
+fn host_schema() -> Table {
+    let f = Value::F64(0.0);
+    Table::with_schema(&[("time_s", f), ("PMEM", f), ("FREE", f), ("state", Value::U32(0))])
+}
+
+impl Memory {
+    /// Pages of each VM and how they are touched, checked against the spec.
+    fn new(sim: &Simulation, spec: &MemorySpec) -> VmtwinResult<Self> {
+        let bytes: Vec<u64> = sim.spec.vms.iter().map(|v| v.memory_bytes).collect();
+        spec.validate(&bytes)?;
+        let nodes = sim.topo.pcpus.iter().map(|p| p.node).max().map_or(1, |n| n + 1);
+        let host_pages = pages_of(sim.spec.host.memory_bytes);
+        let params = spec.params(host_pages)?;
+        let per_node = host_pages / u64::from(nodes);
+        if per_node == 0 || per_node > u64::from(u32::MAX) {
+            crate::invalid!("host.memory", format!("{} bytes", sim.spec.host.memory_bytes), "at least one 4 KiB page per NUMA node, at most 1 TiB");
+        }
+        let swap = FixedLatencySwapStandIn { read_ns: spec.standin_read_ns, write_ns: spec.standin_write_ns, ..Default::default() };
+        let host = MemHost::new(params, nodes, per_node as u32, Box::new(swap), stream_seed(sim.spec.seed, "mem", 0))?;
+        let touch = spec
+            .vms
+            .iter()
+            .zip(&bytes)
+            .map(|(v, &b)| {
+                let t = &v.touch;
+                Touch {
+                    start: pages_of(t.working_set_offset_bytes) as u32,
+                    pages: pages_of(t.working_set_bytes.unwrap_or(b)).max(1) as u32,
+                    per_ns: t.pages_per_cpu_s / NS_PER_S as f64,
+                    write_fraction: t.write_fraction,
+                    pattern: t.pattern,
+                    cursor: 0,
+                }
+            })
+            .collect();
+        let mut vcpus = Vec::with_capacity(sim.guests.len());
+        for v in &sim.vms {
+            for k in 0..v.vcpus {
+                vcpus.push(VcpuMem { rng: Rng::new(stream_seed(sim.spec.seed, &format!("{}/mem", v.name), k)), credit: 0.0, pending: None, swap_issued: 0 });
+            }
+        }
+        let n = sim.vms.len();
+        // with storage, every VM swaps to its swap file (`<vm>.vswp`) on a datastore, through
+        // the storage queues; without, to the stand-in
+        let mut swap_files = vec![None; n];
+        if let Some(storage) = &sim.storage {
+            for (i, v) in spec.vms.iter().enumerate() {
+                let name = &sim.vms[i].name;
+                let path = format!("vms[{i}].guest_memory.swap_datastore");
+                let Some(ds) = &v.swap_datastore else {
+                    crate::invalid!(path, "none", "a datastore of the storage section (with storage, hypervisor swap goes to a swap file on a datastore)");
+                };
+                let file = format!("{name}.vswp");
+                let disk = storage.disk(&file).map_err(|_| crate::VmtwinError::InvalidScenario {
+                    path: path.clone(),
+                    value: ds.clone(),
+                    allowed: format!("a datastore with the VM's swap file '{file}' among the storage section's disks"),
+                })?;
+                swap_files[i] = Some(SwapFile { disk, span_bytes: bytes[i], write_cursor: 0 });
+            }
+        } else if let Some(i) = spec.vms.iter().position(|v| v.swap_datastore.is_some()) {
+            crate::invalid!(
+                format!("vms[{i}].guest_memory.swap_datastore"),
+                spec.vms[i].swap_datastore.clone().unwrap_or_default(),
+                "a datastore of the storage section (the scenario has none: swap goes to the stand-in device)"
+            );
+        }
+        Ok(Memory {
+            host,
+            spec: spec.clone(),
+            index: vec![None; n],
+            touch,
+            vcpus,
+            owed_ns: vec![0; n],
+            swap_files,
+            vm_of: Vec::new(),
+            prev: vec![VmMemCounters::default(); n],
+            last_sample: 0,
+            vm_table: vm_schema(),
+            host_table: host_schema(),
+        })
+    }
+
+    /// The host's memory, for reading counters.
+    pub(super) fn host(&self) -> &MemHost {
+        &self.host
+    }
+
+    /// Make `n` touches for vCPU `vc` of VM `vm` (memory index `mi`) at `now`. Returns the
+    /// stall to add to the burst, or, when a touch must wait, `Err((until, touches left))`.
+    /// `until` is `None` for a swap-in through the storage queues (its completion wakes the vCPU).
+    fn touches(&mut self, vm: usize, mi: u32, vc: usize, n: u64, now: Time) -> Result<Time, (Option<Time>, Time, u64)> {
+        let mut stall = 0;
+        for done in 0..n {
+            let t = &mut self.touch[vm];
+            let g = &mut self.vcpus[vc];
+            let ppn = t.start
+                + match t.pattern {
+                    TouchPattern::Random => ((g.rng.uniform() * f64::from(t.pages)) as u32).min(t.pages - 1),
+                    TouchPattern::Sequential => {
+                        let c = t.cursor;
+                        t.cursor = (c + 1) % t.pages;
+                        c
+                    }
+                };
+            let write = t.write_fraction > 0.0 && g.rng.uniform() < t.write_fraction;
+            let access = if write {
+                let cid = self.host.private_content(mi);
+                self.host.write(mi, ppn, cid, now)
+            } else {
+                self.host.read(mi, ppn, now)
+            };
+            match access {
+                Access::Hit => {}
+                Access::Fault { stall_ns } => stall += stall_ns,
+                // the touch was served by the swap-in: the rest follow it
+                Access::SwapWait { until } => return Err((Some(until), stall, n - done - 1)),
+                Access::SwapIo => return Err((None, stall, n - done - 1)),
+                // nothing happened: this touch is made again
+                Access::Blocked { retry_at } => return Err((Some(retry_at), stall, n - done)),
+            }
+        }
+        Ok(stall)
+    }
+}
 
 impl Simulation {
-    /// A memory event came due (out of line, as storage's).
+    /// Build the memory subsystem when the spec has a memory section, and start its ticks.
+    pub(super) fn build_memory(&mut self) -> VmtwinResult<()> {
+        let Some(spec) = self.spec.memory.clone() else { return Ok(()) };
+        let mut mem = Memory::new(self, &spec)?;
+        if mem.swap_files.iter().any(Option::is_some) {
+            mem.host.queue_swap_io();
+        }
+        mem.host.start(0, &mut Post { queue: &mut self.queue, slab: &mut self.mem_events });
+        self.mem = Some(Box::new(mem));
+        Ok(())
+    }
+
+    /// Power VM `vm` on in memory (admission control of its reservation and overhead).
+    pub(super) fn mem_power_on(&mut self, vm: u32) -> VmtwinResult<()> {
+        let home = self.sched.home_of(vm);
+        let Some(mem) = self.mem.as_mut() else { return Ok(()) };
+        let v = &mem.spec.vms[vm as usize];
+        let pages = pages_of(self.spec.vms[vm as usize].memory_bytes) as u32;
+        let mut s = VmMemSpec::new(&self.spec.vms[vm as usize].name, pages);
+        s.min_pages = pages_of(v.reservation_bytes) as u32;
+        s.limit_pages = v.limit_bytes.map(|b| pages_of(b).min(u64::from(pages)) as u32);
+        s.shares = v.shares;
+        s.overhead_pages = pages_of(v.overhead_bytes) as u32;
+        s.balloon_driver = v.balloon_driver;
+        s.content = (&v.content).into();
+        s.home_node = if home == crate::cpu::NONE { 0 } else { home };
+        if let Some(path) = &v.image {
+            s.image = Some(MemoryImage::read(std::path::Path::new(path))?);
+        }
+        let boot = ((v.content.os_fraction + v.content.app_fraction).min(1.0) * f64::from(pages)) as u32;
+        let mi = mem.host.power_on(s)?;
+        mem.index[vm as usize] = Some(mi);
+        mem.vm_of.push(vm);
+        // the guest has loaded its OS image and application at boot: those pages are mapped
+        // (and can be shared) before its workload's first burst
+        for ppn in 0..boot {
+            if let Access::Blocked { .. } = mem.host.read(mi, ppn, self.now) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// A memory event came due (out of line, as storage's). The CPU a policy tick spends for
+    /// each VM (scans, compression) is owed by that VM.
     #[inline(never)]
     pub(super) fn route_mem(&mut self, slot: u32, t: Time) {
         let ev = self.mem_events.take(slot);
+        if let MemEvent::Resume { vcpu } = ev {
+            self.mem_resume(vcpu, t);
+            return;
+        }
         let mem = self.mem.as_mut().expect("memory events come from the memory subsystem");
-        mem.handle(ev, t, &mut Post { queue: &mut self.queue, slab: &mut self.mem_events });
+        let tick = ev == MemEvent::Tick;
+        let before: Vec<u64> = if tick { (0..mem.host.vm_count()).map(|i| mem.host.counters(i).cpu_ns).collect() } else { Vec::new() };
+        mem.host.handle(ev, t, &mut Post { queue: &mut self.queue, slab: &mut self.mem_events });
+        if tick {
+            for (vm, idx) in mem.index.iter().enumerate() {
+                if let Some(i) = *idx {
+                    mem.owed_ns[vm] += mem.host.counters(i).cpu_ns - before[i as usize];
+                }
+            }
+        }
+        self.submit_swap(None, t);
+    }
+
+    /// Submit the memory subsystem's swap requests to the storage queues: swap-outs as writes
+    /// to the VM's swap file, a swap-in (made by vCPU `vcpu`) as a one-page read.
+    fn submit_swap(&mut self, vcpu: Option<u32>, t: Time) {
+        let Some(mem) = self.mem.as_mut() else { return };
+        if !mem.host.has_swap_requests() {
+            return;
+        }
+        let storage = self.storage.as_mut().expect("swap requests are queued only with storage");
+        let post = &mut Post { queue: &mut self.queue, slab: &mut self.storage_events };
+        for r in mem.host.take_swap_requests() {
+            let (mi, op, offset, len, batch) = match r {
+                SwapRequest::Write { vm, batch, pages } => {
+                    let f = mem.swap_files[mem.vm_of[vm as usize] as usize].as_mut().expect("every VM has a swap file with storage");
+                    let len = u64::from(pages) * PAGE_BYTES as u64;
+                    if f.write_cursor + len > f.span_bytes {
+                        f.write_cursor = 0;
+                    }
+                    let off = f.write_cursor;
+                    f.write_cursor += len;
+                    (vm, Op::Write, off, len, batch)
+                }
+                SwapRequest::Read { vm, ppn } => {
+                    let v = vcpu.expect("a swap-in comes from a vCPU's touch");
+                    mem.vcpus[v as usize].swap_issued = t;
+                    (vm, Op::Read, u64::from(ppn) * PAGE_BYTES as u64, PAGE_BYTES as u64, SWAP_IN | v)
+                }
+            };
+            let vm = mem.vm_of[mi as usize];
+            let disk = mem.swap_files[vm as usize].as_ref().expect("every VM has a swap file with storage").disk;
+            let token = IoToken::Swap { vm, batch }.encode();
+            storage.submit(t, disk, op, offset, len as u32, token, post).expect("the swap file is a disk of the stack");
+        }
+    }
+
+    /// A swap I/O of VM `vm` completed at `t` (routed by `simulation/storage.rs`): a swap-in
+    /// wakes its vCPU, which resumes its touches; a swap-out frees its machine pages.
+    pub(super) fn swap_io_done(&mut self, vm: u32, batch: u32, t: Time) {
+        let mem = self.mem.as_mut().expect("swap I/O comes from the memory subsystem");
+        let mi = mem.index[vm as usize].expect("a powered-on VM swaps");
+        if batch & SWAP_IN != 0 {
+            let v = batch & !SWAP_IN;
+            let waited = t - mem.vcpus[v as usize].swap_issued;
+            mem.host.swap_read_done(mi, waited);
+            self.mem_resume(v, t);
+        } else {
+            mem.host.swap_write_done(batch);
+        }
+    }
+
+    /// What vCPU `v` does next ([`Simulation::workload_next`]), with its memory touches.
+    /// Inlined, one check of `mem` per call: a run without memory keeps its CPU path (a vCPU
+    /// that waited on memory resumes through a memory event, not here).
+    #[inline(always)]
+    pub(super) fn next_with_mem(&mut self, v: u32, after_burst: bool) -> Next {
+        let next = self.workload_next(v, after_burst);
+        if self.mem.is_some() {
+            self.mem_touch(v, next)
+        } else {
+            next
+        }
+    }
+
+    /// vCPU `v` waited for a swap-in or a blocked allocation: it goes on with the rest of its
+    /// touches, then runs the burst it was holding.
+    fn mem_resume(&mut self, v: u32, t: Time) {
+        let mem = self.mem.as_mut().expect("called with memory only");
+        let (work, n) = mem.vcpus[v as usize].pending.take().expect("a resumed vCPU holds a burst");
+        if let Next::Work(w) = self.mem_burst(v, work, n) {
+            self.sched.wake(v, w, t, &mut self.queue);
+        }
+    }
+
+    /// The touches of a new burst (`next` from the workload), with the CPU its VM owes.
+    #[inline(never)]
+    fn mem_touch(&mut self, v: u32, next: Next) -> Next {
+        let Next::Work(w) = next else { return next };
+        let mem = self.mem.as_mut().expect("called with memory only");
+        let vm = self.sched.vcpus[v as usize].vm as usize;
+        let g = &mut mem.vcpus[v as usize];
+        g.credit += w as f64 * mem.touch[vm].per_ns;
+        let n = g.credit.floor();
+        g.credit -= n;
+        let work = w + std::mem::take(&mut mem.owed_ns[vm]);
+        self.mem_burst(v, work, n as u64)
+    }
+
+    /// Make `n` touches for vCPU `v` before a burst of `work` ns: the burst with the stalls
+    /// added, or (halted for good) a wait that a `Resume` event ends: when the stand-in's
+    /// swap-in completes or a blocked allocation may retry, or when the storage queues complete
+    /// the swap-in ([`Simulation::swap_io_done`]).
+    fn mem_burst(&mut self, v: u32, work: Time, n: u64) -> Next {
+        let mem = self.mem.as_mut().expect("called with memory only");
+        let vm = self.sched.vcpus[v as usize].vm as usize;
+        let Some(mi) = mem.index[vm] else { return Next::Work(work) };
+        match mem.touches(vm, mi, v as usize, n, self.now) {
+            Ok(stall) => Next::Work(work + stall),
+            Err((until, stall, left)) => {
+                mem.vcpus[v as usize].pending = Some((work + stall, left));
+                match until {
+                    Some(until) => {
+                        let post = &mut Post { queue: &mut self.queue, slab: &mut self.mem_events };
+                        MemScheduler::at(post, until.max(self.now + 1), MemEvent::Resume { vcpu: v });
+                    }
+                    // the swap-in's completion resumes it (swap_io_done)
+                    None => self.submit_swap(Some(v), self.now),
+                }
+                Next::HaltForever
+            }
+        }
+    }
+
+    /// Append the memory tables' rows for the interval ending at `now`.
+    #[inline(never)]
+    pub(super) fn mem_sample(&mut self, now: Time) {
+        let Some(mem) = self.mem.as_mut() else { return };
+        let t = now as f64 / NS_PER_S as f64;
+        let interval_s = (now - mem.last_sample) as f64 / NS_PER_S as f64;
+        mem.last_sample = now;
+        let mb = |p: f64| p / PAGES_PER_MB;
+        for (vm, idx) in mem.index.iter().enumerate() {
+            let Some(i) = *idx else { continue };
+            let s = mem.host.vm_stats(i);
+            let c = s.counters;
+            let p = std::mem::replace(&mut mem.prev[vm], c);
+            let rate = |a: u64, b: u64| if interval_s > 0.0 { mb((a - b) as f64) / interval_s } else { 0.0 };
+            let per_s = |a: u64, b: u64| if interval_s > 0.0 { (a - b) as f64 / interval_s } else { 0.0 };
+            let wait_pct = if interval_s > 0.0 { 100.0 * (c.swap_wait_ns - p.swap_wait_ns) as f64 / (interval_s * NS_PER_S as f64) } else { 0.0 };
+            mem.vm_table.push_row(&[
+                ("time_s", Value::F64(t)),
+                ("vm_id", Value::U32(vm as u32)),
+                ("MEMSZ", Value::F64(mb(s.memsz as f64))),
+                ("GRANT", Value::F64(mb(s.mapped as f64))),
+                ("CNSM", Value::F64(mb(s.consumed))),
+                ("SZTGT", Value::F64(mb(s.target))),
+                ("TCHD", Value::F64(mb(s.active))),
+                ("TCHD_W", Value::F64(mb(s.working_set as f64))),
+                ("MCTLSZ", Value::F64(mb(s.mctlsz as f64))),
+                ("MCTLTGT", Value::F64(mb(s.mctltgt as f64))),
+                ("SWCUR", Value::F64(mb(s.swcur as f64))),
+                ("SWTGT", Value::F64(mb(s.swtgt as f64))),
+                ("SWR/s", Value::F64(rate(c.swap_in_pages, p.swap_in_pages))),
+                ("SWW/s", Value::F64(rate(c.swap_out_pages, p.swap_out_pages))),
+                ("ZIP/s", Value::F64(rate(c.zipped, p.zipped))),
+                ("UNZIP/s", Value::F64(rate(c.unzipped, p.unzipped))),
+                ("ZIP", Value::F64(mb(s.zipped as f64))),
+                ("CACHEUSD", Value::F64(mb(s.cacheusd))),
+                ("SHRD", Value::F64(mb(s.shrd as f64))),
+                ("ZERO", Value::F64(mb(s.zero as f64))),
+                ("SHRDSVD", Value::F64(mb(s.shrdsvd))),
+                ("%SWPWT", Value::F64(wait_pct)),
+                ("COWH/s", Value::F64(per_s(c.cow_breaks, p.cow_breaks))),
+                ("MEMCPU_ms", Value::F64((c.cpu_ns - p.cpu_ns) as f64 / 1e6)),
+            ]);
+        }
+        mem.host_table.push_row(&[
+            ("time_s", Value::F64(t)),
+            ("PMEM", Value::F64(mb(mem.host.total_pages() as f64))),
+            ("FREE", Value::F64(mb(mem.host.free_pages() as f64))),
+            ("state", Value::U32(mem.host.state() as u32)),
+        ]);
+    }
+
+    /// The memory tables, when memory is modelled.
+    pub(super) fn mem_tables(&self) -> Vec<(&'static str, &Table)> {
+        self.mem.as_ref().map_or(Vec::new(), |m| vec![("mem", &m.vm_table), ("mem_host", &m.host_table)])
+    }
+
+    /// The memory tables' rows since the last drain.
+    pub(super) fn drain_mem_tables(&mut self) -> Vec<(&'static str, Table)> {
+        self.mem.as_mut().map_or(Vec::new(), |m| vec![("mem", m.vm_table.take()), ("mem_host", m.host_table.take())])
+    }
+
+    /// The memory subsystem, when the scenario models memory (tests and tools read its state).
+    pub fn mem_host(&self) -> Option<&MemHost> {
+        self.mem.as_ref().map(|m| m.host())
+    }
+
+    /// Memory index of VM `vm` in [`Simulation::mem_host`], once powered on.
+    pub fn mem_index(&self, vm: u32) -> Option<u32> {
+        self.mem.as_ref().and_then(|m| m.index[vm as usize])
     }
 }

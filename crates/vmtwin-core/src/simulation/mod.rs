@@ -10,7 +10,7 @@
 use crate::cpu::{CpuSched, Pool, PoolTree, VcpuShare, VmClaim, ROOT_POOL};
 use crate::guest::{GuestVcpu, Next, Workload};
 use crate::hw::Topology;
-use crate::mem::{MemEvent, MemHost};
+use crate::mem::MemEvent;
 use crate::metrics::{Sampler, Table, VmRow};
 use crate::sim::{stream_seed, Event, EventQueue, Rng, Time};
 use crate::spec::SimSpec;
@@ -57,7 +57,7 @@ pub struct Simulation {
     /// what the run loop keeps beside the storage subsystem (its tables, vCPUs waiting for I/O)
     storage_run: Option<Box<storage::StorageRun>>,
     /// the memory subsystem, when the scenario models memory
-    mem: Option<MemHost>,
+    mem: Option<Box<memory::Memory>>,
     mem_events: Slab<MemEvent>,
     /// the execution-speed model, when the scenario profiles a VM
     perf: Option<crate::perf::PerfModel>,
@@ -230,6 +230,7 @@ impl Simulation {
             log: Vec::new(),
         };
         sim.build_storage()?;
+        sim.build_memory()?;
         sim.perf = sim.build_perf()?;
         for vm in 0..sim.vms.len() {
             if vm % Self::ADMISSIONS_PER_CHECK == 0 && !keep_going() {
@@ -316,6 +317,7 @@ impl Simulation {
     pub fn tables(&self) -> Vec<(&'static str, &Table)> {
         let s = &self.sampler;
         let mut v = vec![("host", &s.host), ("vm", &s.vm), ("vcpu", &s.vcpu), ("pcpu", &s.pcpu)];
+        v.extend(self.mem_tables());
         if let Some(p) = &self.perf {
             v.push(("vcpu_perf", &p.table));
         }
@@ -333,6 +335,7 @@ impl Simulation {
     pub fn drain_tables(&mut self) -> Vec<(&'static str, Table)> {
         let s = &mut self.sampler;
         let mut v = vec![("host", s.host.take()), ("vm", s.vm.take()), ("vcpu", s.vcpu.take()), ("pcpu", s.pcpu.take())];
+        v.extend(self.drain_mem_tables());
         if let Some(p) = &mut self.perf {
             v.push(("vcpu_perf", p.table.take()));
         }
@@ -354,6 +357,14 @@ impl Simulation {
             return Err(VmtwinError::Simulation(format!("VM '{}' is already powered on", v.name)));
         }
         self.pools.reserve(v.pool, v.reservation_mhz, &v.name)?;
+        if self.mem.is_some() {
+            if let Err(e) = self.mem_power_on(vm) {
+                let v = &self.vms[vm as usize];
+                self.pools.release(v.pool, v.reservation_mhz);
+                return Err(e);
+            }
+        }
+        let v = &self.vms[vm as usize];
         let now = self.now;
         let (first, n, limit) = (v.first_vcpu, v.vcpus, v.limit_mhz);
         self.vms[vm as usize].powered_on_at = Some(now);
@@ -407,7 +418,7 @@ impl Simulation {
         self.events += 1;
         match ev {
             Event::Wake { vcpu } => {
-                let next = self.workload_next(vcpu, false);
+                let next = self.next_with_mem(vcpu, false);
                 match next {
                     Next::Work(w) => self.sched.wake(vcpu, w, t, &mut self.queue),
                     other => self.follow(vcpu, other),
@@ -415,7 +426,7 @@ impl Simulation {
             }
             Event::SliceEnd { pcpu } => {
                 if let Some(v) = self.sched.slice_end(pcpu, t, &mut self.queue) {
-                    match self.workload_next(v, true) {
+                    match self.next_with_mem(v, true) {
                         Next::Work(w) => self.sched.burst_done(pcpu, v, Some(w), t, &mut self.queue),
                         halt => {
                             self.sched.burst_done(pcpu, v, None, t, &mut self.queue);
@@ -438,6 +449,7 @@ impl Simulation {
                 let core = self.topo.core_mhz as f64;
                 let rows: Vec<VmRow> = self.vms.iter().map(|v| vm_row(v, since, t, core)).collect();
                 self.sampler.sample(t, &self.sched, &rows, self.topo.core_mhz);
+                self.mem_sample(t);
                 self.sample_perf(t);
                 self.sample_storage(t);
                 self.queue.push(t + self.spec.sample_interval_ns, Event::Sample);

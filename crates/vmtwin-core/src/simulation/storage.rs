@@ -362,12 +362,7 @@ impl Simulation {
     fn io_done(&mut self, c: Completion, t: Time) {
         match IoToken::decode(c.token) {
             Some(IoToken::Vcpu { vcpu }) => self.vcpu_io_done(vcpu, t),
-            Some(IoToken::Swap { vm, batch }) => {
-                // the memory subsystem's call (simulation/memory.rs) goes here:
-                // self.swap_io_done(vm, batch, t)
-                let _ = (vm, batch);
-                unimplemented!("hypervisor swap I/O completion: swap_io_done in simulation/memory.rs (memory engineer)")
-            }
+            Some(IoToken::Swap { vm, batch }) => self.swap_io_done(vm, batch, t),
             None => panic!("storage completion with token {:#x}, which no IoToken encodes", c.token),
         }
     }

@@ -18,6 +18,7 @@ impl MemScheduler for Queue {
         let (kind, arg) = match ev {
             MemEvent::Tick => (0, 0),
             MemEvent::SwapOutDone { batch } => (1, batch),
+            MemEvent::Resume { .. } => unreachable!("the host never schedules the run loop's resume"),
         };
         self.heap.push(Reverse((t, self.seq, kind, arg)));
     }

@@ -1,0 +1,230 @@
+//! The memory section of the engine spec (`SimSpec::memory`): the host's policy and, per VM in
+//! spec order, its allocation settings, its content and how its workload touches memory.
+//!
+//! The Python scenario layer (`python/vmtwin/scenario/memory.py`) is the user-facing schema; it
+//! normalizes units and expands `count` so that `vms` here has one entry per engine VM, in the
+//! order of `SimSpec::vms`. Memory is modelled only when this section is present.
+
+use super::content::{ContentSpec, PAGE_BYTES};
+use super::params::{MemParams, Preset};
+use crate::sim::{Time, NS_PER_MS};
+use crate::{invalid, VmtwinResult};
+use serde::{Deserialize, Serialize};
+
+/// The policy preset, as the scenario names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PresetSpec {
+    /// [`Preset::Esx2002`]
+    Esx2002,
+    /// [`Preset::Esx2013`]
+    #[default]
+    Esx2013,
+}
+
+fn default_tax() -> f64 {
+    0.75
+}
+fn default_true() -> bool {
+    true
+}
+fn default_overhead() -> u64 {
+    32 << 20
+}
+fn default_swap_ns() -> Time {
+    5 * NS_PER_MS
+}
+fn default_touch_rate() -> f64 {
+    10_000.0
+}
+
+/// The host's memory policy and every VM's memory settings.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemorySpec {
+    /// policy preset
+    #[serde(default)]
+    pub preset: PresetSpec,
+    /// `sched.mem.idleTax`, in [0, 1)
+    #[serde(default = "default_tax")]
+    pub idle_tax: f64,
+    /// ESX's own memory, in bytes (default: the preset's, 512 MB)
+    #[serde(default)]
+    pub host_overhead_bytes: Option<u64>,
+    /// sharing scan rate per VM, pages per second (default: [`MemParams`]'s)
+    #[serde(default)]
+    pub share_scan_pages_per_s: Option<u32>,
+    /// latency of a swap-in on the stand-in device (only where the scenario has no storage)
+    #[serde(default = "default_swap_ns")]
+    pub standin_read_ns: Time,
+    /// latency of a clustered swap-out on the stand-in device
+    #[serde(default = "default_swap_ns")]
+    pub standin_write_ns: Time,
+    /// one entry per VM, in the order of `SimSpec::vms`
+    pub vms: Vec<VmMemorySpec>,
+}
+
+/// One VM's memory settings.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VmMemorySpec {
+    /// reservation, bytes
+    #[serde(default)]
+    pub reservation_bytes: u64,
+    /// limit, bytes (`None`: the configured size)
+    #[serde(default)]
+    pub limit_bytes: Option<u64>,
+    /// memory shares (vSphere normal: 10 per MB of configured memory)
+    pub shares: f64,
+    /// overhead memory, bytes (default 32 MB [S1 §6.1])
+    #[serde(default = "default_overhead")]
+    pub overhead_bytes: u64,
+    /// whether the guest runs a balloon driver
+    #[serde(default = "default_true")]
+    pub balloon_driver: bool,
+    /// content model
+    #[serde(default)]
+    pub content: ContentSpecJson,
+    /// raw memory image (a flat file of guest-physical memory); replaces the content model
+    #[serde(default)]
+    pub image: Option<String>,
+    /// how the workload touches memory
+    #[serde(default)]
+    pub touch: TouchSpec,
+    /// datastore of the VM's swap file (`None`: the stand-in device, only without storage)
+    #[serde(default)]
+    pub swap_datastore: Option<String>,
+}
+
+/// [`ContentSpec`] as the spec spells it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContentSpecJson {
+    /// guest OS id (VMs with the same id share OS pages)
+    #[serde(default)]
+    pub os: u32,
+    /// fraction of pages holding the OS image
+    #[serde(default)]
+    pub os_fraction: f64,
+    /// application id
+    #[serde(default)]
+    pub app: u32,
+    /// fraction of pages holding application pages
+    #[serde(default)]
+    pub app_fraction: f64,
+    /// fraction of the rest that is zero
+    #[serde(default)]
+    pub zero_fraction: f64,
+}
+
+/// Where a workload's touches land.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TouchPattern {
+    /// uniformly at random over the working set
+    #[default]
+    Random,
+    /// round-robin through the working set (the papers' memory-stress reader)
+    Sequential,
+}
+
+/// How a VM's running vCPUs touch guest memory: every burst of CPU work touches
+/// `pages_per_cpu_s` pages per second of work, in its working set.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TouchSpec {
+    /// working set, bytes (`None`: all of the configured memory)
+    #[serde(default)]
+    pub working_set_bytes: Option<u64>,
+    /// first page of the working set, bytes from the start of guest memory
+    #[serde(default)]
+    pub working_set_offset_bytes: u64,
+    /// pages touched per second of CPU work. Default 10,000: chosen so a 1 GB working set is
+    /// two-thirds touched in one 30 s sampling period by one busy vCPU
+    #[serde(default = "default_touch_rate")]
+    pub pages_per_cpu_s: f64,
+    /// fraction of touches that write (a write leaves new private content)
+    #[serde(default)]
+    pub write_fraction: f64,
+    /// where touches land
+    #[serde(default)]
+    pub pattern: TouchPattern,
+}
+
+impl Default for TouchSpec {
+    fn default() -> Self {
+        TouchSpec { working_set_bytes: None, working_set_offset_bytes: 0, pages_per_cpu_s: default_touch_rate(), write_fraction: 0.0, pattern: TouchPattern::Random }
+    }
+}
+
+impl From<&ContentSpecJson> for ContentSpec {
+    fn from(c: &ContentSpecJson) -> Self {
+        ContentSpec { os: c.os, os_fraction: c.os_fraction, app: c.app, app_fraction: c.app_fraction, zero_fraction: c.zero_fraction }
+    }
+}
+
+/// Bytes to pages, rounding down.
+pub fn pages_of(bytes: u64) -> u64 {
+    bytes / PAGE_BYTES as u64
+}
+
+impl MemorySpec {
+    /// The engine parameters for a host of `host_pages` pages.
+    pub fn params(&self, host_pages: u64) -> VmtwinResult<MemParams> {
+        let preset = match self.preset {
+            PresetSpec::Esx2002 => Preset::Esx2002,
+            PresetSpec::Esx2013 => Preset::Esx2013,
+        };
+        let mut p = MemParams::for_preset(preset, host_pages);
+        p.idle_tax = self.idle_tax;
+        if let Some(b) = self.host_overhead_bytes {
+            p.host_overhead_pages = pages_of(b);
+        }
+        if let Some(r) = self.share_scan_pages_per_s {
+            p.share_scan_pages_per_s = r;
+        }
+        p.validate()?;
+        Ok(p)
+    }
+
+    /// Check what the engine can check alone (the scenario layer checks the rest first).
+    pub fn validate(&self, vm_bytes: &[u64]) -> VmtwinResult<()> {
+        if self.vms.len() != vm_bytes.len() {
+            invalid!("memory.vms", format!("{} entries", self.vms.len()), format!("one per VM ({})", vm_bytes.len()));
+        }
+        for (i, (v, &bytes)) in self.vms.iter().zip(vm_bytes).enumerate() {
+            let path = format!("vms[{i}]");
+            if pages_of(bytes) == 0 || pages_of(bytes) > u64::from(u32::MAX) {
+                invalid!(format!("{path}.memory"), format!("{bytes} bytes"), "at least one 4 KiB page and below 16 TiB");
+            }
+            if v.reservation_bytes > bytes {
+                invalid!(format!("{path}.memory_allocation.reservation"), format!("{} bytes", v.reservation_bytes), format!("at most the configured memory, {bytes} bytes"));
+            }
+            if let Some(l) = v.limit_bytes {
+                if l < v.reservation_bytes {
+                    invalid!(format!("{path}.memory_allocation.limit"), format!("{l} bytes"), format!("at least the reservation, {} bytes", v.reservation_bytes));
+                }
+            }
+            if !(v.shares > 0.0 && v.shares.is_finite()) {
+                invalid!(format!("{path}.memory_allocation.shares"), v.shares, "a number > 0");
+            }
+            let t = &v.touch;
+            if !(t.pages_per_cpu_s >= 0.0 && t.pages_per_cpu_s.is_finite()) {
+                invalid!(format!("{path}.guest_memory.touch_rate"), t.pages_per_cpu_s, "pages per CPU-second >= 0");
+            }
+            if !(0.0..=1.0).contains(&t.write_fraction) {
+                invalid!(format!("{path}.guest_memory.write_fraction"), t.write_fraction, "a fraction in [0, 1]");
+            }
+            let ws = t.working_set_bytes.unwrap_or(bytes);
+            if ws == 0 || t.working_set_offset_bytes.saturating_add(ws) > bytes {
+                invalid!(
+                    format!("{path}.guest_memory.working_set"),
+                    format!("{ws} bytes at offset {}", t.working_set_offset_bytes),
+                    format!("a non-empty range inside the configured memory, {bytes} bytes")
+                );
+            }
+            ContentSpec::from(&v.content).validate(&format!("{path}.guest_memory.content"))?;
+        }
+        Ok(())
+    }
+}
