@@ -7,7 +7,7 @@ verdict ``NOT JUDGED``; the rest are judged ``PASS`` or ``FAIL``. Misses are rep
 hidden.
 
 >>> sorted(EXPERIMENTS)  # doctest: +NORMALIZE_WHITESPACE
-['cpu-limit', 'cpu-reservation', 'cpu-shares', 'psp-rr-vs-adaptive', 'storage-sfqd-shares', 'storage-table2',
+['cpu-limit', 'cpu-reservation', 'cpu-shares', 'mem-idle-tax', 'psp-rr-vs-adaptive', 'storage-sfqd-shares', 'storage-table2',
  'storage-table6', 'storage-tables13-15', 'tier1-hadoop', 'tier1-latency', 'tier1-oltp', 'tier1-presets', 'tier1-sim-hadoop', 'tier1-sim-latency', 'tier1-sim-oltp',
  'tier1-throughput', 'vatm-bootstorm', 'vatm-table1', 'vatm-trends']
 """
@@ -17,13 +17,14 @@ from __future__ import annotations
 from vmtwin.exceptions import scenario_error
 from vmtwin.reproduce.base import Experiment, Row
 from vmtwin.reproduce.cpu import CPU_EXPERIMENTS
+from vmtwin.reproduce.mem import MEM_EXPERIMENTS
 from vmtwin.reproduce.report import run_all
 from vmtwin.reproduce.storage import STORAGE_EXPERIMENTS
 from vmtwin.reproduce.tier1 import TIER1_EXPERIMENTS
 from vmtwin.reproduce.tier1_sim import TIER1_SIM_EXPERIMENTS
 from vmtwin.reproduce.vatm import VATM_EXPERIMENTS
 
-EXPERIMENTS: dict[str, Experiment] = {e.id: e for e in [*CPU_EXPERIMENTS, *TIER1_EXPERIMENTS, *TIER1_SIM_EXPERIMENTS, *VATM_EXPERIMENTS, *STORAGE_EXPERIMENTS]}
+EXPERIMENTS: dict[str, Experiment] = {e.id: e for e in [*CPU_EXPERIMENTS, *TIER1_EXPERIMENTS, *TIER1_SIM_EXPERIMENTS, *VATM_EXPERIMENTS, *STORAGE_EXPERIMENTS, *MEM_EXPERIMENTS]}
 
 
 def get(experiment_id: str) -> Experiment:
