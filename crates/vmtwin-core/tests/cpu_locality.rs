@@ -80,6 +80,18 @@ fn locality_keeps_dispatches_on_their_node() {
     assert!(on.1 < 0.75 * off.1, "share crossing a node: off {off:?}, on {on:?}");
 }
 
+/// Confined to their home nodes (`numa_confine`), single-vCPU VMs cross a node only when the
+/// NUMA balancer moves their home: at most one crossing per home move.
+#[test]
+fn confined_vcpus_cross_nodes_only_when_their_home_moves() {
+    let params = CpuSchedParams { numa_confine: true, ..CpuSchedParams::default() };
+    let mut sim = Simulation::new(mixed(params, 20)).unwrap();
+    sim.run().unwrap();
+    let st = sim.sched().stats;
+    assert!(st.node_migrations <= st.numa_moves, "{st:?}");
+    assert!(st.migrations > 0);
+}
+
 /// Home nodes at power-on: every VM that fits in a node gets one, the nodes' homed vCPUs differ
 /// by at most the widest VM (greedy least-loaded placement), and a VM wider than a node is split
 /// into NUMA clients of even sizes on distinct nodes (ESX 4.1), or, without wide-VM support

@@ -78,6 +78,7 @@ _UNITLESS_SCHED_KEYS = (
     "llc_aware",
     "numa_home_nodes",
     "numa_wide_vms",
+    "numa_confine",
     "numa_vcpu_max_per_machine_node",
     "numa_rebalance_imbalance",
     "migration_throttle",
@@ -107,6 +108,9 @@ class CpuScheduler(_Model):
     )
     numa_home_nodes: Optional[Annotated[bool, Strict()]] = Field(
         None, description="NUMA home nodes and the NUMA balancer: true (default) or false."
+    )
+    numa_confine: Optional[Annotated[bool, Strict()]] = Field(
+        None, description="Confine NUMA-managed vCPUs to their home node: false (default) or true."
     )
     numa_wide_vms: Optional[Annotated[bool, Strict()]] = Field(
         None, description="Wide-VM NUMA (ESX 4.1): split a VM wider than a node into NUMA clients, true (default) or false."

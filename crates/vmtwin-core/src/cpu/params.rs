@@ -49,6 +49,14 @@ pub struct CpuSchedParams {
     /// `numa_rebalance_period_ns` the most loaded node gives a VM to the least loaded one.
     /// Default on.
     pub numa_home_nodes: bool,
+    /// Confine NUMA-managed vCPUs to their home node, a switch (dimensionless): as the paper
+    /// describes ESX ("All vCPUs of the virtual machine are scheduled within the home node",
+    /// research/cpu.md A6.1), a vCPU with a home node neither wakes onto nor is pulled to a
+    /// pCPU of another node; only the NUMA balancer moves it, by moving its home. Default off:
+    /// confined, a node can idle while the other queues work, which the max-min allocation does
+    /// not allow between balancer periods; off, home nodes are a preference (a move off home
+    /// costs `migrate_cost_node_ns`).
+    pub numa_confine: bool,
     /// Wide-VM NUMA support (ESX 4.1, research/cpu.md A7), a switch (dimensionless): a VM with
     /// more vCPUs than a node has cores (or than `numa_vcpu_max_per_machine_node`) is split into
     /// NUMA clients of as even sizes as possible, each with its own home node (distinct, least
@@ -100,6 +108,7 @@ impl Default for CpuSchedParams {
             cosched_skew_threshold_ns: 3 * NS_PER_MS,
             llc_aware: true,
             numa_home_nodes: true,
+            numa_confine: false,
             numa_wide_vms: true,
             numa_vcpu_max_per_machine_node: 0,
             numa_rebalance_period_ns: 2 * NS_PER_S,

@@ -53,7 +53,7 @@
 //! See [`CpuSchedParams`]: `quantum_ns` (50 ms), `wake_preempt_margin_ns` (1 ms),
 //! `max_lag_ns` (100 ms), `limit_burst_ns` (100 ms), `entitlement_interval_ns` (1 s),
 //! `demand_ewma_weight` (0.5); locality: `llc_aware` (on), `numa_home_nodes` (on),
-//! `numa_wide_vms` (on), `numa_vcpu_max_per_machine_node` (0: a node's cores),
+//! `numa_confine` (off), `numa_wide_vms` (on), `numa_vcpu_max_per_machine_node` (0: a node's cores),
 //! `numa_rebalance_period_ns` (2 s), `numa_rebalance_imbalance` (0.1), `migrate_cost_core_ns`
 //! (40 us), `migrate_cost_llc_ns` (800 us), `migrate_cost_node_ns` (1.2 ms),
 //! `migration_throttle` (off), `migration_throttle_share` (0.9).
@@ -845,8 +845,10 @@ impl CpuSched {
         let last = self.vcpus[v as usize].pcpu;
         if self.idle_count > 0 {
             let target = self.idle_pcpu_near(v, last);
-            self.start(target, v, now, q);
-            return;
+            if target != NONE {
+                self.start(target, v, now, q);
+                return;
+            }
         }
         if !may_preempt {
             self.enqueue(last, v);
@@ -936,8 +938,12 @@ impl CpuSched {
     /// in its home node (or, without one, its last pCPU's node), else the lowest-numbered. The
     /// order of research/cpu.md C21 (whole and partial cores are the same until hyperthreading
     /// is modelled).
+    /// With `numa_confine`, only pCPUs of its home node qualify, and there may be none
+    /// ([`NONE`]).
     fn idle_pcpu_near(&self, v: u32, last: u32) -> u32 {
-        if self.idle[last as usize] {
+        let home = self.vcpus[v as usize].home;
+        let confined = self.params.numa_confine && home != NONE;
+        if self.idle[last as usize] && !(confined && self.node_of[last as usize] != home) {
             return last;
         }
         let llc = if self.params.llc_aware { self.llc_of[last as usize] } else { NONE };
@@ -956,7 +962,6 @@ impl CpuSched {
             }
             return any;
         }
-        let home = self.vcpus[v as usize].home;
         let node = if home != NONE { home } else { self.node_of[last as usize] };
         let (mut in_node, mut any) = (NONE, NONE);
         for p in 0..self.pcpus.len() {
@@ -972,7 +977,7 @@ impl CpuSched {
                 }
             }
         }
-        if in_node != NONE {
+        if in_node != NONE || confined {
             in_node
         } else {
             any
@@ -1317,6 +1322,9 @@ impl CpuSched {
         }
         let (pi, qi) = (p as usize, qp as usize);
         let node = self.node_of[pi];
+        if self.params.numa_confine && vc.home != NONE && vc.home != node {
+            return None;
+        }
         let level = if node != self.node_of[qi] || (vc.home != NONE && vc.home != node) {
             3
         } else if self.llc_of[pi] != self.llc_of[qi] {
