@@ -7,7 +7,7 @@ verdict ``NOT JUDGED``; the rest are judged ``PASS`` or ``FAIL``. Misses are rep
 hidden.
 
 >>> sorted(EXPERIMENTS)  # doctest: +NORMALIZE_WHITESPACE
-['cpu-limit', 'cpu-reservation', 'cpu-shares', 'mem-idle-tax', 'psp-rr-vs-adaptive', 'storage-sfqd-shares', 'storage-table2',
+['cpu-limit', 'cpu-reservation', 'cpu-shares', 'mem-idle-tax', 'mem-sharing-homogeneous', 'psp-rr-vs-adaptive', 'storage-sfqd-shares', 'storage-table2',
  'storage-table6', 'storage-tables13-15', 'tier1-hadoop', 'tier1-latency', 'tier1-oltp', 'tier1-presets', 'tier1-sim-hadoop', 'tier1-sim-latency', 'tier1-sim-oltp',
  'tier1-throughput', 'vatm-bootstorm', 'vatm-table1', 'vatm-trends']
 """

@@ -24,6 +24,8 @@ ALL_IDS += ["psp-rr-vs-adaptive", "storage-sfqd-shares"]
 # issue 9: wide-VM NUMA locality (clients tested in crates/vmtwin-core/tests/cpu_locality.rs)
 ALL_IDS += ["cpu-wide-vm-locality"]
 # memory engine runs (tested in tests/python/memory)
+ALL_IDS += ["mem-idle-tax", "mem-sharing-homogeneous"]
+# memory engine runs (tested in tests/python/memory)
 ALL_IDS += ["mem-idle-tax"]
 ROW_KEYS = {"experiment", "metric", "published", "simulated", "tolerance", "verdict", "source", "note"}
 # The only targets printed in the paper: B1's "1/8 CPU time is given to vm0 and 7/8 CPU time is
