@@ -25,8 +25,6 @@ ALL_IDS += ["psp-rr-vs-adaptive", "storage-sfqd-shares"]
 ALL_IDS += ["cpu-wide-vm-locality"]
 # memory engine runs (tested in tests/python/memory)
 ALL_IDS += ["mem-idle-tax", "mem-sharing-homogeneous"]
-# memory engine runs (tested in tests/python/memory)
-ALL_IDS += ["mem-idle-tax"]
 ROW_KEYS = {"experiment", "metric", "published", "simulated", "tolerance", "verdict", "source", "note"}
 # The only targets printed in the paper: B1's "1/8 CPU time is given to vm0 and 7/8 CPU time is
 # given to vm1" at 1:7. Everything else is derived from the text (research/cpu.md B1-B3).
