@@ -7,12 +7,12 @@ use vmtwin_core::metrics::Table;
 use vmtwin_core::spec::{Fidelity, SimSpec};
 use vmtwin_core::{Simulation, VmtwinResult};
 
-/// One host, simulated event by event or in fluid steps.
+/// One host, simulated event by event or in fluid steps (each boxed: the engines differ in size).
 pub enum Engine {
     /// every burst an event (`fidelity: event`)
-    Event(Simulation),
+    Event(Box<Simulation>),
     /// one water-fill per step (`fidelity: fluid`)
-    Fluid(FluidSim),
+    Fluid(Box<FluidSim>),
 }
 
 /// Run `$body` with `$s` bound to whichever engine is in use.
@@ -28,8 +28,8 @@ macro_rules! either {
 impl Engine {
     pub fn new_interruptible(spec: SimSpec, keep_going: &mut dyn FnMut() -> bool) -> VmtwinResult<Self> {
         match spec.fidelity {
-            Fidelity::Event => Simulation::new_interruptible(spec, keep_going).map(Engine::Event),
-            Fidelity::Fluid => FluidSim::new_interruptible(spec, keep_going).map(Engine::Fluid),
+            Fidelity::Event => Simulation::new_interruptible(spec, keep_going).map(|s| Engine::Event(Box::new(s))),
+            Fidelity::Fluid => FluidSim::new_interruptible(spec, keep_going).map(|s| Engine::Fluid(Box::new(s))),
         }
     }
 
