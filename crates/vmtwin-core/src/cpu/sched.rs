@@ -941,13 +941,11 @@ impl CpuSched {
     /// With `numa_confine`, only pCPUs of its home node qualify, and there may be none
     /// ([`NONE`]).
     fn idle_pcpu_near(&self, v: u32, last: u32) -> u32 {
-        let home = self.vcpus[v as usize].home;
-        let confined = self.params.numa_confine && home != NONE;
-        if self.idle[last as usize] && !(confined && self.node_of[last as usize] != home) {
-            return last;
-        }
         let llc = if self.params.llc_aware { self.llc_of[last as usize] } else { NONE };
         if !self.params.numa_home_nodes {
+            if self.idle[last as usize] {
+                return last;
+            }
             // LLC, then the lowest-numbered
             let mut any = NONE;
             for p in 0..self.pcpus.len() {
@@ -961,6 +959,11 @@ impl CpuSched {
                 }
             }
             return any;
+        }
+        let home = self.vcpus[v as usize].home;
+        let confined = self.params.numa_confine && home != NONE;
+        if self.idle[last as usize] && !(confined && self.node_of[last as usize] != home) {
+            return last;
         }
         let node = if home != NONE { home } else { self.node_of[last as usize] };
         let (mut in_node, mut any) = (NONE, NONE);
