@@ -34,7 +34,7 @@ use common::*;
 use proptest::prelude::*;
 use proptest::test_runner::RngSeed;
 use vmtwin_core::cpu::{CpuSchedParams, NONE};
-use vmtwin_core::spec::{Arrivals, BurstDist, HostSpec, SimSpec, VmSpec, WorkloadSpec};
+use vmtwin_core::spec::{Arrivals, BurstDist, HostSpec, SimSpec, WorkloadSpec};
 
 /// `sockets` x `llcs` x `cores` (one node per socket, one thread per core).
 fn topo(sockets: u32, llcs: u32, cores: u32) -> HostSpec {

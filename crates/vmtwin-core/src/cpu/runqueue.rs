@@ -161,7 +161,7 @@ impl QueueSet {
     /// one subtree and its best head an O(1) read.
     pub fn subtree(&self, lo: usize, hi: usize) -> usize {
         let n = hi - lo;
-        if n == 0 || !n.is_power_of_two() || lo % n != 0 || hi > self.queues.len() {
+        if n == 0 || !n.is_power_of_two() || !lo.is_multiple_of(n) || hi > self.queues.len() {
             return 0;
         }
         (self.leaves + lo) / n
