@@ -5,7 +5,7 @@ this draws a fixed, seeded sample of the same scenarios (the strategy of that fi
 every one, so a scheduler change can be judged by its pass rate and its worst error rather than
 by which example a test run happened to meet first.
 
-    python scripts/maxmin_census.py [--examples 60] [--pools] [--attainable] [--dump DIR]
+    python scripts/maxmin_census.py [--examples 60] [--pools] [--attainable] [--dump DIR] [--set K=V]
 
 Prints one line per scenario (pass/miss, worst error in points of a pCPU) and a summary line.
 """
@@ -13,6 +13,7 @@ Prints one line per scenario (pass/miss, worst error in points of a pCPU) and a 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -32,7 +33,11 @@ def main() -> int:
     ap.add_argument("--pools", action="store_true", help="draw pool trees too")
     ap.add_argument("--attainable", action="store_true", help="keep only the scenarios `attainable` keeps")
     ap.add_argument("--dump", type=Path, help="write each missed scenario here as miss-<n>.yaml")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a cpu_scheduler setting for every scenario, in engine units (ns, bools as "
+                         "true/false), e.g. --set migrate_cost_core=0 --set numa_home_nodes=false")
     args = ap.parse_args()
+    overrides = {k: json.loads(v) for k, v in (kv.split("=", 1) for kv in args.set)}
     rows: list[tuple[bool, float]] = []
     seen: set[str] = set()
 
@@ -46,6 +51,8 @@ def main() -> int:
             return
         if args.attainable:
             assume(prop.attainable(sc))
+        if overrides:
+            sc = sc.model_copy(update={"cpu_scheduler": sc.cpu_scheduler.model_copy(update=overrides)})
         key = sc.to_yaml()
         assume(key not in seen)
         seen.add(key)
