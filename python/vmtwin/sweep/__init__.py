@@ -7,8 +7,8 @@
 >>> sw = build_sweep(base, {"vms[0].count": [2, 3]}, replications=2, seed=1)
 >>> tables = run_sweep(sw, workers=1)
 >>> s = tables["summary"].to_pandas()
->>> s[s.metric == "max(vcpu.%RDY)"]["mean"].round(0).tolist()   # 2 VMs on 2 pCPUs, then 3
-[0.0, 33.0]
+>>> s[s.metric == "mean(vm.%RDY)"]["mean"].round(1).tolist()   # 2 VMs on 2 pCPUs, then 3
+[0.0, 33.3]
 
 A sweep is a base scenario, a grid ``{YAML path: [values]}`` and a number of replications
 (:mod:`vmtwin.sweep.spec`); its runs go to a process pool or a Ray cluster

@@ -107,7 +107,12 @@ def test_docs_python_example_runs():
     env: dict = {}
     exec(code, env)
     s = env["tables"]["summary"].to_pandas()
-    assert s[s.metric == "max(vcpu.%RDY)"]["mean"].round(0).tolist() == [0.0, 33.0]
+    # 3 busy 1-vCPU VMs on 2 pCPUs: one pCPU of waiting shared by three, 33.3% each on average
+    # (exact: the CPU the host has); the worst vCPU's is near it, as close as the scheduler's
+    # fairness over 2 s makes it
+    assert s[s.metric == "mean(vm.%RDY)"]["mean"].round(1).tolist() == [0.0, 33.3]
+    worst = s[s.metric == "max(vcpu.%RDY)"]["mean"].tolist()
+    assert worst[0] == 0.0 and 33.3 <= worst[1] < 35.0
 
 
 def test_grid_cannot_sweep_what_the_sweep_overrides():
