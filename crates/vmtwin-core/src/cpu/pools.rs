@@ -31,7 +31,8 @@
 //!   offers the whole capacity.
 
 use super::entitlement::{fill, water_level, Claim};
-use crate::{VmtwinError, VmtwinResult};
+use crate::spec::PoolSpec;
+use crate::{invalid, VmtwinError, VmtwinResult};
 
 /// Index of the host's root pool.
 pub const ROOT_POOL: u32 = 0;
@@ -217,6 +218,46 @@ impl PoolTree {
         }
     }
 
+    /// The tree a spec's `pools` describe (parents listed before children), checked, with
+    /// nothing reserved yet: what the event and the fluid engines both start from.
+    pub fn from_specs(specs: &[PoolSpec], capacity_mhz: u64) -> VmtwinResult<Self> {
+        let mut pools = PoolTree::new(capacity_mhz);
+        for (i, p) in specs.iter().enumerate() {
+            let path = format!("resource_pools[{i}]");
+            if pools.find(&p.name).is_some() {
+                invalid!(format!("{path}.name"), p.name, "a name not used by another pool (or 'host')");
+            }
+            if p.shares == 0 {
+                invalid!(format!("{path}.cpu.shares"), p.shares, "an integer >= 1");
+            }
+            if let Some(l) = p.limit_mhz {
+                if l < p.reservation_mhz {
+                    invalid!(format!("{path}.cpu.limit"), format!("{l} MHz"), format!("a limit >= the reservation ({} MHz)", p.reservation_mhz));
+                }
+            }
+            let parent = match &p.parent {
+                None => ROOT_POOL,
+                Some(name) => match pools.find(name) {
+                    Some(id) => id,
+                    None => invalid!(format!("{path}.parent"), name, "the name of a pool defined above it"),
+                },
+            };
+            let pool = Pool {
+                name: p.name.clone(),
+                parent: None,
+                shares: p.shares,
+                reservation_mhz: p.reservation_mhz,
+                limit_mhz: p.limit_mhz,
+                expandable: p.expandable,
+                reserved_mhz: 0,
+                pools: vec![],
+                vms: vec![],
+            };
+            pools.add_pool(pool, parent)?;
+        }
+        Ok(pools)
+    }
+
     /// Entitlement and scheduling weight of every VM, given each VM's claim and the host
     /// capacity (see `entitlement.rs` for both).
     pub fn entitlements(&self, vms: &[VmClaim], capacity_mhz: f64) -> Vec<Entitlement> {
@@ -295,6 +336,27 @@ impl PoolTree {
         }
         out
     }
+}
+
+/// Checks of one VM's CPU settings, shared by building a run (`path` names the VM's spec entry)
+/// and by reconfiguring one between steps.
+pub fn check_vm_cpu(path: &str, vcpus: u32, core_mhz: u64, shares: u32, reservation: u64, limit: Option<u64>) -> VmtwinResult<()> {
+    if shares == 0 {
+        invalid!(format!("{path}.cpu.shares"), shares, "an integer >= 1, or low/normal/high");
+    }
+    let max = vcpus as u64 * core_mhz;
+    if reservation > max {
+        invalid!(format!("{path}.cpu.reservation"), format!("{reservation} MHz"), format!("at most vcpus x core clock = {max} MHz"));
+    }
+    if let Some(l) = limit {
+        if l < reservation {
+            invalid!(format!("{path}.cpu.limit"), format!("{l} MHz"), format!("a limit >= the reservation ({reservation} MHz)"));
+        }
+        if l == 0 {
+            invalid!(format!("{path}.cpu.limit"), "0 MHz", "a limit > 0 MHz, or unlimited");
+        }
+    }
+    Ok(())
 }
 
 /// What the tree gives one VM.

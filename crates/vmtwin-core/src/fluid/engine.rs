@@ -1,7 +1,7 @@
 //! The fluid host: its VMs, the piece-by-piece advance and the sampled tables (see `mod.rs`).
 
 use super::split::{split, Loop};
-use crate::cpu::{CoschedMode, Pool, PoolTree, SchedStats, VcpuState, VmClaim, ROOT_POOL, STATES};
+use crate::cpu::{check_vm_cpu, CoschedMode, PoolTree, SchedStats, VcpuState, VmClaim, ROOT_POOL, STATES};
 use crate::guest::Workload;
 use crate::hw::Topology;
 use crate::metrics::{Column, Sampler, Table, Value};
@@ -109,7 +109,7 @@ impl FluidSim {
             invalid!("sample_interval", spec.sample_interval_ns, "a duration > 0");
         }
         let topo = Topology::new(&spec.host)?;
-        let pools = pool_tree(&spec, topo.capacity_mhz())?;
+        let pools = PoolTree::from_specs(&spec.pools, topo.capacity_mhz())?;
         let mut vms = Vec::with_capacity(spec.vms.len());
         let mut names = std::collections::HashSet::new();
         for (i, v) in spec.vms.iter().enumerate() {
@@ -551,63 +551,4 @@ fn beyond_cpu(spec: &SimSpec) -> Option<String> {
 /// Non-negative fractional ns rounded to the nearest integer.
 fn ns(x: f64) -> Time {
     crate::sim::ns(x.max(0.0))
-}
-
-/// The resource-pool tree of a spec, reservations admitted (the event mode builds the same).
-fn pool_tree(spec: &SimSpec, capacity_mhz: u64) -> VmtwinResult<PoolTree> {
-    let mut pools = PoolTree::new(capacity_mhz);
-    for (i, p) in spec.pools.iter().enumerate() {
-        let path = format!("resource_pools[{i}]");
-        if pools.find(&p.name).is_some() {
-            invalid!(format!("{path}.name"), p.name, "a name not used by another pool (or 'host')");
-        }
-        if p.shares == 0 {
-            invalid!(format!("{path}.cpu.shares"), p.shares, "an integer >= 1");
-        }
-        if let Some(l) = p.limit_mhz {
-            if l < p.reservation_mhz {
-                invalid!(format!("{path}.cpu.limit"), format!("{l} MHz"), format!("a limit >= the reservation ({} MHz)", p.reservation_mhz));
-            }
-        }
-        let parent = match &p.parent {
-            None => ROOT_POOL,
-            Some(name) => match pools.find(name) {
-                Some(id) => id,
-                None => invalid!(format!("{path}.parent"), name, "the name of a pool defined above it"),
-            },
-        };
-        let pool = Pool {
-            name: p.name.clone(),
-            parent: None,
-            shares: p.shares,
-            reservation_mhz: p.reservation_mhz,
-            limit_mhz: p.limit_mhz,
-            expandable: p.expandable,
-            reserved_mhz: 0,
-            pools: vec![],
-            vms: vec![],
-        };
-        pools.add_pool(pool, parent)?;
-    }
-    Ok(pools)
-}
-
-/// The event mode's checks of a VM's CPU settings (`simulation.rs`), for the same messages.
-fn check_vm_cpu(path: &str, vcpus: u32, core_mhz: u64, shares: u32, reservation: u64, limit: Option<u64>) -> VmtwinResult<()> {
-    if shares == 0 {
-        invalid!(format!("{path}.cpu.shares"), shares, "an integer >= 1, or low/normal/high");
-    }
-    let max = vcpus as u64 * core_mhz;
-    if reservation > max {
-        invalid!(format!("{path}.cpu.reservation"), format!("{reservation} MHz"), format!("at most vcpus x core clock = {max} MHz"));
-    }
-    if let Some(l) = limit {
-        if l < reservation {
-            invalid!(format!("{path}.cpu.limit"), format!("{l} MHz"), format!("a limit >= the reservation ({reservation} MHz)"));
-        }
-        if l == 0 {
-            invalid!(format!("{path}.cpu.limit"), "0 MHz", "a limit > 0 MHz, or unlimited");
-        }
-    }
-    Ok(())
 }

@@ -7,7 +7,7 @@
 //! reservation and limit, or power one on, which is the narrow control API the management layer
 //! (vATM, autonomous resource sharing) drives.
 
-use crate::cpu::{CpuSched, Pool, PoolTree, VcpuShare, VmClaim, ROOT_POOL};
+use crate::cpu::{check_vm_cpu, CpuSched, PoolTree, VcpuShare, VmClaim, ROOT_POOL};
 use crate::guest::{GuestVcpu, Next, Workload};
 use crate::hw::Topology;
 use crate::mem::MemEvent;
@@ -127,40 +127,7 @@ impl Simulation {
             invalid!("sample_interval", spec.sample_interval_ns, "a duration > 0");
         }
         let topo = Topology::new(&spec.host)?;
-        let mut pools = PoolTree::new(topo.capacity_mhz());
-        for (i, p) in spec.pools.iter().enumerate() {
-            let path = format!("resource_pools[{i}]");
-            if pools.find(&p.name).is_some() {
-                invalid!(format!("{path}.name"), p.name, "a name not used by another pool (or 'host')");
-            }
-            if p.shares == 0 {
-                invalid!(format!("{path}.cpu.shares"), p.shares, "an integer >= 1");
-            }
-            if let Some(l) = p.limit_mhz {
-                if l < p.reservation_mhz {
-                    invalid!(format!("{path}.cpu.limit"), format!("{l} MHz"), format!("a limit >= the reservation ({} MHz)", p.reservation_mhz));
-                }
-            }
-            let parent = match &p.parent {
-                None => ROOT_POOL,
-                Some(name) => match pools.find(name) {
-                    Some(id) => id,
-                    None => invalid!(format!("{path}.parent"), name, "the name of a pool defined above it"),
-                },
-            };
-            let pool = Pool {
-                name: p.name.clone(),
-                parent: None,
-                shares: p.shares,
-                reservation_mhz: p.reservation_mhz,
-                limit_mhz: p.limit_mhz,
-                expandable: p.expandable,
-                reserved_mhz: 0,
-                pools: vec![],
-                vms: vec![],
-            };
-            pools.add_pool(pool, parent)?;
-        }
+        let mut pools = PoolTree::from_specs(&spec.pools, topo.capacity_mhz())?;
         let mut vms = Vec::with_capacity(spec.vms.len());
         let mut guests = Vec::new();
         let mut names = std::collections::HashSet::new();
@@ -582,24 +549,4 @@ fn vm_row(v: &Vm, since: Time, now: Time, core_mhz: f64) -> VmRow {
         demand_est_mhz: v.demand_est_mhz,
         powered_on_at: v.powered_on_at,
     }
-}
-
-/// Checks shared by the spec and by reconfiguration.
-fn check_vm_cpu(path: &str, vcpus: u32, core_mhz: u64, shares: u32, reservation: u64, limit: Option<u64>) -> VmtwinResult<()> {
-    if shares == 0 {
-        invalid!(format!("{path}.cpu.shares"), shares, "an integer >= 1, or low/normal/high");
-    }
-    let max = vcpus as u64 * core_mhz;
-    if reservation > max {
-        invalid!(format!("{path}.cpu.reservation"), format!("{reservation} MHz"), format!("at most vcpus x core clock = {max} MHz"));
-    }
-    if let Some(l) = limit {
-        if l < reservation {
-            invalid!(format!("{path}.cpu.limit"), format!("{l} MHz"), format!("a limit >= the reservation ({reservation} MHz)"));
-        }
-        if l == 0 {
-            invalid!(format!("{path}.cpu.limit"), "0 MHz", "a limit > 0 MHz, or unlimited");
-        }
-    }
-    Ok(())
 }
