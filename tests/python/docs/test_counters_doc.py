@@ -1,8 +1,10 @@
 """docs/reference/counters.md defines exactly the columns a run writes.
 
 A short run of the quickstart scenario gives the real column lists of the ``host``, ``vm``,
-``vcpu`` and ``pcpu`` tables and of the esxtop batch-mode export; the page's section for each must define
-every one of them (unit, meaning, computation) and nothing else.
+``vcpu`` and ``pcpu`` tables and of the esxtop batch-mode export, and a short run with an
+execution-speed profile those of ``vcpu_perf``; the page's section for each must define every one
+of them (unit, meaning, computation) and nothing else. (The storage and memory tables are checked
+by their own tests.)
 """
 
 from __future__ import annotations
@@ -14,11 +16,25 @@ from pathlib import Path
 import pytest
 
 from vmtwin.export.esxtop import to_esxtop_csv
+from vmtwin.scenario import parse_scenario
 from vmtwin.simulation import Simulation
 
 ROOT = Path(__file__).resolve().parents[3]
 PAGE = ROOT / "docs" / "reference" / "counters.md"
-SECTIONS = {"host": "## `host`", "vm": "## `vm`", "vcpu": "## `vcpu`", "pcpu": "## `pcpu`", "esxtop": "## esxtop export"}
+SECTIONS = {"host": "## `host`", "vm": "## `vm`", "vcpu": "## `vcpu`", "pcpu": "## `pcpu`",
+            "vcpu_perf": "## `vcpu_perf`", "esxtop": "## esxtop export"}
+
+# A VM with an execution-speed profile (docs/execution-speed.md), for the vcpu_perf table.
+PERF_SCENARIO = """\
+name: perf-columns
+duration: 4s
+host: {cores_per_llc: 4, core_mhz: 2400MHz}
+vms:
+  - name: db
+    vcpus: 2
+    workload: {type: cpu_bound, duty: 0.9}
+    perf: {preset: tier1-oltp}
+"""
 ROW = re.compile(r"^\| `([^`]+)` \|(.*)\|\s*$")
 
 
@@ -65,6 +81,9 @@ def actual(tmp_path_factory) -> dict[str, list[str]]:
     cols = {name: res.arrow(name).column_names for name in ("host", "vm", "vcpu", "pcpu")}
     assert sorted(res.tables) == ["host", "pcpu", "vcpu", "vm"], f"a new table {res.tables} needs a section in {PAGE.name}"
     cols["esxtop"] = _esxtop_columns(to_esxtop_csv(res, tmp / "esxtop.csv"))
+    perf = Simulation(parse_scenario(PERF_SCENARIO))
+    perf.run()
+    cols["vcpu_perf"] = perf.write(tmp / "perf").arrow("vcpu_perf").column_names
     return cols
 
 
