@@ -16,12 +16,6 @@ def _workers(text: str) -> int:
 
 
 def _cmd_cluster(args: argparse.Namespace) -> int:
-    import time
-
-    from rich.table import Table
-
-    from vmtwin.cli import err, out
-    from vmtwin.cluster.runner import run_cluster
     from vmtwin.exceptions import VmtwinError
     from vmtwin.scenario import load_scenario
 
@@ -30,13 +24,27 @@ def _cmd_cluster(args: argparse.Namespace) -> int:
         return _place_only(sc, args)
     if args.output is None:
         raise VmtwinError("-o/--output: got nothing; allowed: the results folder to write (or --place-only)")
+    run_and_summarise(sc, args)
+    return 0
+
+
+def run_and_summarise(sc, args: argparse.Namespace):
+    """Run a loaded cluster scenario as ``args`` say (output, workers, seed, duration, force) and
+    print the cluster's summary; returns the results (``vmtwin run`` on a cluster scenario too)."""
+    import time
+
+    from rich.table import Table
+
+    from vmtwin.cli import err, out
+    from vmtwin.cluster.runner import run_cluster
+
     progress = None
     if err.is_terminal:
         def progress(done: int, total: int) -> None:
             err.print(f"{sc.name}: {done}/{total} hosts", end="\r", markup=False, highlight=False)
 
     start = time.perf_counter()
-    res = run_cluster(sc, args.output, workers=args.workers, seed=args.seed, duration=args.duration,
+    res = run_cluster(sc, args.output, workers=getattr(args, "workers", None), seed=args.seed, duration=args.duration,
                       force=args.force, progress=progress)
     wall = time.perf_counter() - start
     hosts = res.sql('SELECT host, sum(used_mhz) / sum(capacity_mhz) AS util FROM host GROUP BY host')
@@ -52,7 +60,7 @@ def _cmd_cluster(args: argparse.Namespace) -> int:
               str(int(vms["over"].iloc[0] or 0)), f"{wall:.1f} s ({res.manifest['workers']} workers)")
     out.print(t)
     out.print(f"wrote {res.path} (tables: {', '.join(res.tables)}); report: vmtwin report {res.path}")
-    return 0
+    return res
 
 
 def _place_only(sc, args: argparse.Namespace) -> int:

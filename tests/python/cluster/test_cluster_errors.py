@@ -57,11 +57,18 @@ def test_bad_cluster_input_names_the_field(cli, tmp_path, case):
     assert not out.exists() and not list(tmp_path.glob(".out*"))  # nothing half-written
 
 
-def test_a_cluster_scenario_is_refused_by_vmtwin_run_with_the_way_to_run_it(cli, tmp_path):
+def test_vmtwin_run_and_validate_take_a_cluster_scenario_as_vmtwin_cluster_does(cli, tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text(HOSTS + "vms:\n" + WEB)
-    rc, _, err = cli("run", path, "-o", tmp_path / "out")
-    assert rc == 2 and "vmtwin cluster" in err, err
+    rc, out, err = cli("validate", path)
+    assert rc == 0 and "VMs placed on" in out, err
+    rc, _, err = cli("run", path, "-o", tmp_path / "run", "--duration", "4s", "-q")
+    assert rc == 0, err
+    rc, _, err = cli("cluster", path, "-o", tmp_path / "cluster", "--duration", "4s")
+    assert rc == 0, err
+    for table in ("host", "vm", "placement"):
+        a = (tmp_path / "run" / f"{table}.parquet").read_bytes()
+        assert a == (tmp_path / "cluster" / f"{table}.parquet").read_bytes(), table
 
 
 def test_a_one_host_scenario_may_not_pin(cli, tmp_path):
