@@ -4,6 +4,19 @@
 //! The Python scenario layer (`python/vmtwin/scenario/memory.py`) is the user-facing schema; it
 //! normalizes units and expands `count` so that `vms` here has one entry per engine VM, in the
 //! order of `SimSpec::vms`. Memory is modelled only when this section is present.
+//!
+//! # Tunables
+//! Per host: `preset`, `idle_tax`, `host_overhead_bytes`, `share_scan_pages_per_s`, the
+//! stand-in's `standin_read_ns` / `standin_write_ns`. Per VM: reservation, limit, shares,
+//! overhead, balloon driver, content, image, the touch profile (`working_set_bytes`,
+//! `working_set_offset_bytes`, `pages_per_cpu_s` = 10,000 by default, chosen; `write_fraction`,
+//! `pattern`) and the swap file's datastore.
+//!
+//! # Counters
+//! None: the spec only describes (the `mem` tables are sampled in `simulation/memory.rs`).
+//!
+//! # Known gaps
+//! - A workload's touches are uniform over one working set (or round-robin); no hot/cold mix.
 
 use super::content::{ContentSpec, PAGE_BYTES};
 use super::params::{MemParams, Preset};
