@@ -3,6 +3,18 @@
 //! on the disks, the VMs whose vCPUs issue synchronous I/O, and path failures and recoveries as
 //! timed events. Base units throughout (ns, bytes, bits per second); the Python scenario layer
 //! (`python/vmtwin/scenario/storage.py`) parses the user's units and checks the schema.
+//!
+//! # Tunables
+//! None of its own: the stack's are [`StackParams`], the devices' and paths' are in their specs
+//! (`params.rs`), each with its default and source.
+//!
+//! # Counters
+//! None of its own: the run loop samples the stack's esxtop disk counters into the `disk`, `lun`,
+//! `path` and `adapter` tables (`simulation/storage.rs`).
+//!
+//! # Known gaps
+//! - One virtual disk per entry, with no per-disk virtual queue depth beyond
+//!   `Disk.SchedNumReqOutstanding`; PSP policy and Adaptive on/off are not scenario events.
 
 use super::params::{AdapterSpec, ArraySpec, LunSpec, StackParams, StorageSpec, VmDiskSpec};
 use super::workload::WorkloadSpec;
