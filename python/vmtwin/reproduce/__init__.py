@@ -6,10 +6,8 @@ verdict. Published values that the research extraction marks as not derivable ar
 verdict ``NOT JUDGED``; the rest are judged ``PASS`` or ``FAIL``. Misses are reported, never
 hidden.
 
->>> sorted(EXPERIMENTS)  # doctest: +NORMALIZE_WHITESPACE
-['cpu-limit', 'cpu-reservation', 'cpu-shares', 'mem-idle-tax', 'mem-sharing-homogeneous', 'psp-rr-vs-adaptive', 'storage-sfqd-shares', 'storage-table2',
- 'storage-table6', 'storage-tables13-15', 'tier1-hadoop', 'tier1-latency', 'tier1-oltp', 'tier1-presets', 'tier1-sim-hadoop', 'tier1-sim-latency', 'tier1-sim-oltp',
- 'tier1-throughput', 'vatm-bootstorm', 'vatm-table1', 'vatm-trends']
+The registry is :data:`EXPERIMENTS`; ``vmtwin reproduce --list`` prints it (the CLI test checks
+the IDs).
 """
 
 from __future__ import annotations
