@@ -4,15 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-
-def _workers(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"got {text!r}; allowed: an integer of at least 1") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"got {n}; allowed: an integer of at least 1")
-    return n
+from vmtwin.sweep.cli import _workers  # one parser for --workers in both commands
 
 
 def _cmd_cluster(args: argparse.Namespace) -> int:

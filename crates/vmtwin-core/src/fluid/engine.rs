@@ -1,7 +1,8 @@
 //! The fluid host: its VMs, the piece-by-piece advance and the sampled tables (see `mod.rs`).
 
 use super::split::{split, Loop};
-use crate::cpu::{check_vm_cpu, CoschedMode, PoolTree, SchedStats, VcpuState, VmClaim, ROOT_POOL, STATES};
+use crate::cpu::{check_vm_cpu, CoschedMode, PoolTree, SchedStats, VcpuState, VmClaim, STATES};
+use crate::simulation::check_vm_entry;
 use crate::guest::Workload;
 use crate::hw::Topology;
 use crate::metrics::{Column, Sampler, Table, Value};
@@ -9,9 +10,6 @@ use Value::{F64, U32, U64};
 use crate::sim::{Time, NS_PER_S};
 use crate::spec::{Arrivals, SimSpec, WorkloadSpec};
 use crate::{invalid, VmtwinError, VmtwinResult};
-
-/// Upper bound on vCPUs per VM, as in the event mode (vSphere 8's maximum).
-const MAX_VCPUS_PER_VM: u32 = 768;
 
 const RUN: usize = VcpuState::Run as usize;
 const READY: usize = VcpuState::Ready as usize;
@@ -114,21 +112,7 @@ impl FluidSim {
         let mut names = std::collections::HashSet::new();
         for (i, v) in spec.vms.iter().enumerate() {
             let path = format!("vms[{i}]");
-            if !names.insert(v.name.as_str()) {
-                invalid!(format!("{path}.name"), v.name, "a name not used by another VM");
-            }
-            let max_vcpus = MAX_VCPUS_PER_VM.min(topo.len() as u32);
-            if v.vcpus == 0 || v.vcpus > max_vcpus {
-                invalid!(format!("{path}.vcpus"), v.vcpus, format!("an integer from 1 to {max_vcpus} (the host's logical CPUs)"));
-            }
-            let pool = match &v.pool {
-                None => ROOT_POOL,
-                Some(name) => match pools.find(name) {
-                    Some(id) => id,
-                    None => invalid!(format!("{path}.pool"), name, "the name of a resource pool"),
-                },
-            };
-            check_vm_cpu(&path, v.vcpus, topo.core_mhz, v.shares, v.reservation_mhz, v.limit_mhz)?;
+            let pool = check_vm_entry(&path, v, &topo, &pools, &mut names)?;
             let arrivals = match v.workload {
                 WorkloadSpec::CpuBound { arrivals: Arrivals::Open, .. } => Loop::Open,
                 _ => Loop::Closed,

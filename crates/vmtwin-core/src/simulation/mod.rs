@@ -13,7 +13,8 @@ use crate::hw::Topology;
 use crate::mem::MemEvent;
 use crate::metrics::{Sampler, Table, VmRow};
 use crate::sim::{stream_seed, Event, EventQueue, Rng, Time};
-use crate::spec::SimSpec;
+use crate::spec::{SimSpec, VmSpec};
+use std::collections::HashSet;
 use crate::storage::{Storage, StorageEvent};
 use crate::wiring::Slab;
 use crate::{invalid, VmtwinError, VmtwinResult};
@@ -130,24 +131,10 @@ impl Simulation {
         let mut pools = PoolTree::from_specs(&spec.pools, topo.capacity_mhz())?;
         let mut vms = Vec::with_capacity(spec.vms.len());
         let mut guests = Vec::new();
-        let mut names = std::collections::HashSet::new();
+        let mut names = HashSet::new();
         for (i, v) in spec.vms.iter().enumerate() {
             let path = format!("vms[{i}]");
-            if !names.insert(v.name.as_str()) {
-                invalid!(format!("{path}.name"), v.name, "a name not used by another VM");
-            }
-            let max_vcpus = MAX_VCPUS_PER_VM.min(topo.len() as u32);
-            if v.vcpus == 0 || v.vcpus > max_vcpus {
-                invalid!(format!("{path}.vcpus"), v.vcpus, format!("an integer from 1 to {max_vcpus} (the host's logical CPUs)"));
-            }
-            let pool = match &v.pool {
-                None => ROOT_POOL,
-                Some(name) => match pools.find(name) {
-                    Some(id) => id,
-                    None => invalid!(format!("{path}.pool"), name, "the name of a resource pool"),
-                },
-            };
-            check_vm_cpu(&path, v.vcpus, topo.core_mhz, v.shares, v.reservation_mhz, v.limit_mhz)?;
+            let pool = check_vm_entry(&path, v, &topo, &pools, &mut names)?;
             let workload = Workload::from_spec(&v.workload, &format!("{path}.workload"))?;
             let first_vcpu = guests.len() as u32;
             for k in 0..v.vcpus {
@@ -531,6 +518,28 @@ impl Simulation {
         }
         self.sched.set_weights(self.now, |v| per_vcpu[v as usize]);
     }
+}
+
+/// Checks of one VM entry of the spec, shared by the event and the fluid engine: a name not
+/// used before (`names` collects them), vCPUs the host can hold, a pool that exists (its id is
+/// returned) and CPU settings that make sense.
+pub(crate) fn check_vm_entry<'a>(path: &str, v: &'a VmSpec, topo: &Topology, pools: &PoolTree, names: &mut HashSet<&'a str>) -> VmtwinResult<u32> {
+    if !names.insert(v.name.as_str()) {
+        invalid!(format!("{path}.name"), v.name, "a name not used by another VM");
+    }
+    let max_vcpus = MAX_VCPUS_PER_VM.min(topo.len() as u32);
+    if v.vcpus == 0 || v.vcpus > max_vcpus {
+        invalid!(format!("{path}.vcpus"), v.vcpus, format!("an integer from 1 to {max_vcpus} (the host's logical CPUs)"));
+    }
+    let pool = match &v.pool {
+        None => ROOT_POOL,
+        Some(name) => match pools.find(name) {
+            Some(id) => id,
+            None => invalid!(format!("{path}.pool"), name, "the name of a resource pool"),
+        },
+    };
+    check_vm_cpu(path, v.vcpus, topo.core_mhz, v.shares, v.reservation_mhz, v.limit_mhz)?;
+    Ok(pool)
 }
 
 /// A VM's sampled facts for the interval `since..now`; its true demand (what it would use with
