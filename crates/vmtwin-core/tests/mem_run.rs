@@ -6,7 +6,7 @@
 //!   states adding up to its configured pages, refcounts equal to sharers), and the table's
 //!   columns agree with it;
 //! - an overcommitted host reclaims (balloon, compression, swap) and a VM whose working set is
-//!   swapped waits: %SWPWT > 0, the wait shows in the vCPU's non-running time;
+//!   swapped waits: %SWPWT > 0, the wait shows in the vCPU's WAIT time (%VMWAIT);
 //! - a scenario without a memory section has no memory tables;
 //! - same seed, same tables.
 
@@ -160,6 +160,11 @@ fn swap_waits_hold_the_vcpu_back() {
     // it cannot run while it waits: its run time falls at least by the wait (less the pCPU
     // it shares with nobody: two pCPUs, three VMs of which two are mostly idle)
     assert!(ub + wait_b / 2 <= ua, "alone {ua} ns, squeezed {ub} ns, waited {wait_b} ns");
+    // and it waits blocked in the VMkernel, where esxtop counts %SWPWT (inside %VMWAIT), not
+    // halted by its guest: the VM's WAIT time holds every swap wait, and the alone run has none
+    let wait_state = |s: &mut Simulation| s.vm_counters(0)[3];
+    assert_eq!(wait_state(&mut a), 0);
+    assert!(wait_state(&mut b) >= wait_b, "WAIT {} ns < swap wait {wait_b} ns", wait_state(&mut b));
 }
 
 #[test]

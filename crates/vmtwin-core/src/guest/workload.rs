@@ -56,6 +56,8 @@ pub enum Next {
     HaltForever,
     /// issue a synchronous I/O and wait for it (WAIT) before going on
     Io,
+    /// blocked in the VMkernel (WAIT) until a subsystem resumes it, as a swap-in does
+    Wait,
 }
 
 /// A VM's workload model (shared by its vCPUs; each vCPU brings its own random stream).

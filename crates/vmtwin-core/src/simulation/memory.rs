@@ -34,8 +34,6 @@
 //!
 //! # Known gaps
 //! - A swap wait spanning a sample boundary counts in the interval it started in.
-//! - The waiting vCPU is halted (%IDLE in the CPU tables, inside %WAIT as esxtop's %SWPWT is),
-//!   not in the scheduler's WAIT state (%VMWAIT).
 //! - An idle VM's scan cost is owed until its next burst.
 
 use super::Simulation;
@@ -394,7 +392,9 @@ impl Simulation {
     fn mem_resume(&mut self, v: u32, t: Time) {
         let mem = self.mem.as_mut().expect("called with memory only");
         let (work, n) = mem.vcpus[v as usize].pending.take().expect("a resumed vCPU holds a burst");
+        // blocked (WAIT) since the access that missed; still blocked if another one misses
         if let Next::Work(w) = self.mem_burst(v, work, n) {
+            self.sched.wait_to_idle(v, t);
             self.sched.wake(v, w, t, &mut self.queue);
         }
     }
@@ -414,7 +414,7 @@ impl Simulation {
     }
 
     /// Make `n` touches for vCPU `v` before a burst of `work` ns: the burst with the stalls
-    /// added, or (halted for good) a wait that a `Resume` event ends: when the stand-in's
+    /// added, or a wait (blocked: WAIT, so %VMWAIT, where esxtop counts %SWPWT) that a `Resume` event ends: when the stand-in's
     /// swap-in completes or a blocked allocation may retry, or when the storage queues complete
     /// the swap-in ([`Simulation::swap_io_done`]).
     fn mem_burst(&mut self, v: u32, work: Time, n: u64) -> Next {
@@ -433,7 +433,7 @@ impl Simulation {
                     // the swap-in's completion resumes it (swap_io_done)
                     None => self.submit_swap(Some(v), self.now),
                 }
-                Next::HaltForever
+                Next::Wait
             }
         }
     }

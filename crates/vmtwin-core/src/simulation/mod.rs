@@ -476,6 +476,7 @@ impl Simulation {
             Next::Halt(d) => self.queue.push(self.now + d, Event::Wake { vcpu: v }),
             Next::HaltForever => {}
             Next::Io => self.start_vcpu_io(v), // halted by the burst's end; it waits for the I/O
+            Next::Wait => self.sched.block(v, self.now), // halted too; a subsystem resumes it
             Next::Work(_) => unreachable!("work is started by the scheduler"),
         }
     }
