@@ -115,6 +115,9 @@ proptest! {
             }
             states_seen.insert(h.state());
             prop_assert_eq!(h.audit(), Ok(()));
+            // each shared frame is charged once in all: its n sharers pay 1/n each
+            let charged: f64 = (0..3).map(|v| { let s = h.vm_stats(v); s.shrd as f64 - s.shrdsvd }).sum();
+            prop_assert!((charged - h.frames().shared_frames() as f64).abs() < 1e-6, "charged {} for {} shared frames", charged, h.frames().shared_frames());
             let used = h.total_pages() - h.free_pages();
             prop_assert!(used <= h.total_pages());
             check_contents(&h, &mut shadow).map_err(TestCaseError::fail)?;

@@ -49,6 +49,7 @@
 //! - Admission control checks memory reservations and overhead, not swap space.
 //! - Swap goes to [`crate::mem::FixedLatencySwapStandIn`] until the storage wiring.
 
+use super::charge::ShareCharge;
 use super::content::{compressed_quarters, mix64, ContentSpec, MemoryImage, ZERO_CONTENT};
 use super::params::{MemParams, Preset};
 use super::pmap::{PageState, Pmap, MAX_MPN};
@@ -266,6 +267,7 @@ pub struct MemHost {
     vms: Vec<VmMem>,
     frames: FrameTable,
     shared_pages: u64,
+    charge: ShareCharge,
     state: MemState,
     /// the device, or `None` when swap I/O goes out as [`SwapRequest`]s
     swap: Option<Box<dyn SwapDevice>>,
@@ -312,6 +314,7 @@ impl MemHost {
             vms: Vec::new(),
             frames: FrameTable::default(),
             shared_pages: 0,
+            charge: ShareCharge::default(),
             state: MemState::High,
             swap: Some(swap),
             swap_requests: Vec::new(),
@@ -390,6 +393,7 @@ impl MemHost {
             c: VmMemCounters::default(),
             spec,
         });
+        self.charge.add_vm();
         Ok(vm)
     }
 
@@ -476,6 +480,12 @@ impl MemHost {
         self.access(vm, ppn, Some(cid), now)
     }
 
+    /// Hint the CPU to fetch the pmap slot of page `ppn` of `vm` (see [`Pmap::prefetch`]).
+    #[inline]
+    pub fn prefetch(&self, vm: u32, ppn: u32) {
+        self.vms[vm as usize].pmap.prefetch(ppn);
+    }
+
     /// A fresh private content id from `vm`'s stream (what a workload's write leaves).
     pub fn private_content(&mut self, vm: u32) -> u64 {
         super::content::private_page(&mut self.vms[vm as usize].rng)
@@ -548,7 +558,7 @@ impl MemHost {
                 }
             },
             PageState::Shared => {
-                self.unshare(cid);
+                self.unshare(vm, cid);
                 self.vms[vm as usize].c.cow_breaks += 1;
                 Access::Fault { stall_ns: cow }
             }
@@ -565,12 +575,13 @@ impl MemHost {
 
     // ---- sharing -------------------------------------------------------------------------
 
-    /// Drop one reference to the shared frame of content `cid`, freeing its page at zero.
-    fn unshare(&mut self, cid: u64) {
+    /// Drop `vm`'s reference to the shared frame of content `cid`, freeing its page at zero.
+    fn unshare(&mut self, vm: u32, cid: u64) {
         let slot = self.frames.find(key(cid)).expect("a shared page has a frame");
         let f = self.frames.get(slot);
         let FrameKind::Shared { mpn, refs } = f.kind() else { panic!("shared page on a hint frame") };
         self.shared_pages -= 1;
+        self.charge.leave(vm, mpn, refs, cid == ZERO_CONTENT);
         if refs == 1 {
             self.frames.remove(slot);
             self.free_mpn(mpn);
@@ -600,6 +611,7 @@ impl MemHost {
                 FrameKind::Shared { mpn, refs } => {
                     // key is a bijection of the id: equal keys are equal contents
                     self.frames.set(slot, Frame::shared(h, mpn, refs + 1));
+                    self.charge.join(vm, mpn, refs, cid == ZERO_CONTENT);
                     self.vms[vm as usize].pmap.set(ppn, PageState::Shared, mpn);
                     self.shared_pages += 1;
                     self.free_mpn(own);
@@ -617,6 +629,8 @@ impl MemHost {
                     }
                     let mpn = hint.index(hp);
                     self.frames.set(slot, Frame::shared(h, mpn, 2));
+                    self.charge.join(hv, mpn, 0, cid == ZERO_CONTENT);
+                    self.charge.join(vm, mpn, 1, cid == ZERO_CONTENT);
                     self.vms[hv as usize].pmap.set(hp, PageState::Shared, mpn);
                     self.vms[vm as usize].pmap.set(ppn, PageState::Shared, mpn);
                     self.shared_pages += 2;
@@ -658,7 +672,7 @@ impl MemHost {
             }
             PageState::Shared => {
                 let cid = v.pmap.content(ppn);
-                self.unshare(cid);
+                self.unshare(vm, cid);
             }
             PageState::Compressed => {
                 let q = v.pmap.index(ppn);
@@ -953,21 +967,13 @@ impl MemHost {
 
     // ---- counters and audit --------------------------------------------------------------
 
-    /// A VM's counters now (O(pages): shared pages are charged their own 1/n).
+    /// A VM's counters now (shared pages are charged their own 1/n, kept as sharing changes:
+    /// O(distinct reference counts of its frames), see [`crate::mem::charge`]).
     pub fn vm_stats(&self, vm: u32) -> VmMemStats {
         let v = &self.vms[vm as usize];
         let pm = &v.pmap;
-        let (mut shared_share, mut zero) = (0.0, 0u64);
-        for ppn in 0..pm.pages() {
-            if pm.state(ppn) == PageState::Shared {
-                let cid = pm.content(ppn);
-                let slot = self.frames.find(key(cid)).expect("shared page has a frame");
-                if let FrameKind::Shared { refs, .. } = self.frames.get(slot).kind() {
-                    shared_share += 1.0 / f64::from(refs);
-                }
-                zero += u64::from(cid == ZERO_CONTENT);
-            }
-        }
+        let shared_share = self.charge.charge(vm);
+        let zero = self.charge.zero(vm);
         let shrd = pm.count(PageState::Shared);
         VmMemStats {
             memsz: u64::from(pm.pages()),
@@ -1064,6 +1070,28 @@ impl MemHost {
         }
         if frames_refs != self.shared_pages {
             return Err(format!("shared pages {} but frames count {frames_refs}", self.shared_pages));
+        }
+        // each VM's shared pages by their frame's reference count, recounted from the pmaps
+        let refs_of: std::collections::HashMap<u32, u32> = self
+            .frames
+            .frames()
+            .filter_map(|f| match f.kind() {
+                FrameKind::Shared { mpn, refs } => Some((mpn, refs)),
+                FrameKind::Hint { .. } => None,
+            })
+            .collect();
+        for (i, v) in self.vms.iter().enumerate() {
+            let mut hist = std::collections::BTreeMap::<u32, u64>::new();
+            let mut zero = 0u64;
+            for ppn in 0..v.pmap.pages() {
+                if v.pmap.state(ppn) == PageState::Shared {
+                    *hist.entry(refs_of[&v.pmap.index(ppn)]).or_default() += 1;
+                    zero += u64::from(v.pmap.content(ppn) == ZERO_CONTENT);
+                }
+            }
+            if &hist != self.charge.histogram(i as u32) || zero != self.charge.zero(i as u32) {
+                return Err(format!("vm {i}: shared pages by refcount {hist:?} ({zero} zero), kept {:?} ({} zero)", self.charge.histogram(i as u32), self.charge.zero(i as u32)));
+            }
         }
         if let Some(m) = owner.iter().position(|&o| o == 0) {
             return Err(format!("MPN {m} is nowhere (lost)"));

@@ -53,6 +53,9 @@ const PAGES_PER_MB: f64 = 256.0;
 /// without it, a swap-out batch of the memory subsystem's numbering.
 const SWAP_IN: u32 = 1 << 31;
 
+/// Random touches whose pmap slots are prefetched before they are made.
+const PREFETCH_AHEAD: u64 = 8;
+
 /// How one VM touches its memory.
 #[derive(Debug, Clone)]
 struct Touch {
@@ -225,7 +228,22 @@ impl Memory {
     /// `until` is `None` for a swap-in through the storage queues (its completion wakes the vCPU).
     fn touches(&mut self, vm: usize, mi: u32, vc: usize, n: u64, now: Time) -> Result<Time, (Option<Time>, Time, u64)> {
         let mut stall = 0;
+        // random touches miss the cache: a copy of the vCPU's stream runs PREFETCH_AHEAD touches
+        // ahead, drawing the same numbers, and prefetches those pages' pmap slots
+        let mut ahead = (self.touch[vm].pattern == TouchPattern::Random).then(|| self.vcpus[vc].rng.clone());
+        let mut ahead_n = 0u64;
         for done in 0..n {
+            if let Some(a) = ahead.as_mut() {
+                let t = &self.touch[vm];
+                while ahead_n < n.min(done + PREFETCH_AHEAD) {
+                    let ppn = t.start + ((a.uniform() * f64::from(t.pages)) as u32).min(t.pages - 1);
+                    if t.write_fraction > 0.0 {
+                        a.uniform();
+                    }
+                    self.host.prefetch(mi, ppn);
+                    ahead_n += 1;
+                }
+            }
             let t = &mut self.touch[vm];
             let g = &mut self.vcpus[vc];
             let ppn = t.start
