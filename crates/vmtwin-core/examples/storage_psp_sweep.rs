@@ -3,6 +3,7 @@
 //! MB/s and mean GAVG for both and the throughput gain. The PSP paper reports gains "up to 30%",
 //! growing with block size, at slightly higher write latency (research/storage.md B2); its
 //! thresholds and workload sizes are not published, so t_a = 1 ms, t_b = 0.5 ms, t_c = 10 ms here.
+//! The array's front end moves 1 GB/s per controller (see `FRONT_END_BYTES_PER_S`).
 //!
 //! Run: `cargo run --release -p vmtwin-core --example storage_psp_sweep`.
 
@@ -20,6 +21,9 @@ impl IoScheduler for Queue {
 }
 
 const S: u64 = 1_000_000_000;
+/// Each controller's front end moves one 8 Gb/s FC port's worth of data (chosen so that, as [P]
+/// §3 says, the AO side saturates while the host's two 8 Gb/s HBA ports do not).
+const FRONT_END_BYTES_PER_S: u64 = 1_000_000_000;
 
 fn run(psp: PspSpec, block: u32) -> (f64, f64, f64, usize) {
     let paths = vec![PathSpec::new("vmhba1", 0), PathSpec::new("vmhba2", 0), PathSpec::new("vmhba1", 1), PathSpec::new("vmhba2", 1)];
@@ -27,7 +31,7 @@ fn run(psp: PspSpec, block: u32) -> (f64, f64, f64, usize) {
         seed: 7,
         params: StackParams::default(),
         adapters: vec![AdapterSpec::named("vmhba1"), AdapterSpec::named("vmhba2")],
-        arrays: vec![ArraySpec::named("fa1")],
+        arrays: vec![ArraySpec { controller_bytes_per_s: FRONT_END_BYTES_PER_S, ..ArraySpec::named("fa1") }],
         luns: vec![LunSpec { name: "lun0".into(), device: DeviceSpec::Array { array: "fa1".into(), owner: 0 }, dqlen: 64, psp, paths }],
         disks: (0..8).map(|i| VmDiskSpec { span_bytes: 100 << 20, ..VmDiskSpec::new(&format!("vm{i}:scsi0:0"), "lun0") }).collect(),
     };

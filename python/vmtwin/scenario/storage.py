@@ -77,7 +77,8 @@ class Array(_Model):
 
     name: Name = Field(description="Array name, referred to by datastores.")
     engines_per_controller: Optional[Count] = Field(None, description="Commands one controller serves at once.")
-    controller_time: Optional[Nanos] = Field(None, description="Front-end time per command, e.g. '60us'.")
+    controller_time: Optional[Nanos] = Field(None, description="Owner's processing time per command, e.g. '60us'.")
+    controller_bandwidth: Optional[Bytes] = Field(None, description="One controller's front-end data rate per second, e.g. '1.6GB'.")
     backend_read_time: Optional[Nanos] = Field(None, description="Extra time of a cache-miss read, e.g. '150us'.")
     mirror_time: Optional[Nanos] = Field(None, description="Extra time to mirror a write to the partner, e.g. '40us'.")
     hop_time: Optional[Nanos] = Field(None, description="Extra time on an un-optimized (AUO) path, e.g. '100us'.")
@@ -427,7 +428,8 @@ def to_engine(scenario: "Scenario") -> dict:
                          "sched_num_req_outstanding": st.params.sched_num_req_outstanding,
                          "merge_omega": st.params.merge_omega})
     arrays = [_drop_none({"name": a.name, "engines_per_controller": a.engines_per_controller,
-                          "controller_ns": a.controller_time, "backend_read_ns": a.backend_read_time,
+                          "controller_ns": a.controller_time, "controller_bytes_per_s": a.controller_bandwidth,
+                          "backend_read_ns": a.backend_read_time,
                           "mirror_ns": a.mirror_time, "hop_ns": a.hop_time}) for a in st.arrays]
     disks, workloads, vcpu_io, traces = [], [], [], []
     for d in st.disks:

@@ -2,17 +2,29 @@
 //! write mirroring.
 //!
 //! Each LUN is owned by one controller. Paths to the owner are *active optimized* (AO), paths to
-//! the partner *active un-optimized* (AUO). A command is processed by the controller it arrives
-//! at: it takes one of that controller's engines for
+//! the partner *active un-optimized* (AUO). A command passes two resources of the array:
 //!
 //! ```text
-//! controller_ns + bytes / (controller_bytes_per_s / engines)
-//!   + backend_read_ns   (a read that misses this controller's cache)
-//!   + mirror_ns         (a write: copied into the partner's cache before the ack)
+//! 1. data:    the front end of the controller it arrives at (`via`), FCFS at
+//!             controller_bytes_per_s: bytes / controller_bytes_per_s          (per byte)
+//! 2. command: one of the OWNER's engines, for
+//!             controller_ns + backend_read_ns (a read missing via's cache)
+//!                           + mirror_ns       (a write: copied to the partner's cache)  (per I/O)
 //! ```
 //!
-//! and a command that arrived on the partner pays `hop_ns` more on top (forwarded over the
-//! inter-controller link to the owner's metadata), without holding an engine meanwhile.
+//! and a command that arrived on the partner (AUO) is forwarded over the inter-controller link
+//! to the owner first, `hop_ns` later, without holding anything meanwhile.
+//!
+//! Why the split: ALUA keeps a LUN's metadata, locks and ordering on its owning controller, so
+//! every command is processed there whichever port it came in on (that is what the AUO "hop"
+//! forwards, [P] §2: AUO paths have "higher service time"); the data, though, moves between the
+//! host and the controller whose port it uses, and a write lands in both caches anyway (mirroring,
+//! [P] §3.2: "issuing writes on either controller is symmetric"). So the hop costs per I/O and
+//! moving writes to AUO paths relieves only the per-byte resource: small-block I/O, bound by the
+//! owner's command processing, gains nothing from spreading, while large-block I/O, bound by the
+//! owner's front end, gains up to the share of bytes moved (research/storage.md C3.2, where the
+//! paper is ambiguous about the bottleneck). This is what makes PSP Adaptive's gain grow with the
+//! block size ([P] Figs. 3/4).
 //!
 //! Each controller has its own read cache, direct mapped over `cache_chunk_bytes` chunks. A read
 //! hits if every chunk it touches is resident in *that* controller's cache, and fills them on a
@@ -22,9 +34,9 @@
 //! "reads have affinity to a particular controller, while writes do not").
 //!
 //! # Tunables
-//! [`super::ArraySpec`]: `engines_per_controller`, `controller_ns`, `controller_bytes_per_s`,
-//! `backend_read_ns`, `mirror_ns`, `hop_ns`, `cache_slots`, `cache_chunk_bytes` (chosen values;
-//! the paper gives none).
+//! [`super::ArraySpec`]: `engines_per_controller`, `controller_ns` (per-command, owner),
+//! `controller_bytes_per_s` (per-byte, receiving controller), `backend_read_ns`, `mirror_ns`,
+//! `hop_ns`, `cache_slots`, `cache_chunk_bytes` (chosen values; the paper gives none).
 //!
 //! # Counters
 //! Cache hits and misses per controller ([`FlashArray::cache_stats`]); latency shows in DAVG/cmd
@@ -32,7 +44,11 @@
 //!
 //! # Known gaps
 //! - No write destaging to flash, no array-side QoS or queue-full (TASK SET FULL) answers.
-//! - Engines serve in submission order (see `device.rs`), not strictly by arrival time at the array.
+//! - Engines and front ends serve in submission order (see `device.rs`), not strictly by arrival
+//!   time at the array.
+//! - A read on an AUO path is served from the receiving controller's cache (its data leaves
+//!   from there); a real array may serve it from the owner's over the inter-controller link.
+//! - The inter-controller link itself has no bandwidth limit (mirroring is a fixed `mirror_ns`).
 
 use super::device::ServerPool;
 use super::{ArraySpec, Op, SECTOR_BYTES};
@@ -41,6 +57,8 @@ use crate::sim::{ns, Time};
 #[derive(Debug, Clone)]
 struct Controller {
     engines: ServerPool,
+    /// when the front end's data path falls free
+    front_free: Time,
     /// tag (hash of LUN and chunk, never 0) per slot, 0 = empty
     cache: Vec<u32>,
     hits: u64,
@@ -59,16 +77,17 @@ pub struct FlashArray {
 impl FlashArray {
     /// An array with cold caches.
     pub fn new(spec: &ArraySpec) -> Self {
-        let c = Controller { engines: ServerPool::new(spec.engines_per_controller), cache: vec![0; spec.cache_slots as usize], hits: 0, misses: 0 };
+        let c = Controller { engines: ServerPool::new(spec.engines_per_controller), front_free: 0, cache: vec![0; spec.cache_slots as usize], hits: 0, misses: 0 };
         FlashArray {
-            ns_per_byte: 1e9 * f64::from(spec.engines_per_controller) / spec.controller_bytes_per_s as f64,
+            ns_per_byte: 1e9 / spec.controller_bytes_per_s as f64,
             sectors_per_chunk: (u64::from(spec.cache_chunk_bytes) / SECTOR_BYTES).max(1),
             spec: spec.clone(),
             ctrl: [c.clone(), c],
         }
     }
 
-    /// Service time of a command without cache or ALUA effects, ns (the SFQ cost estimate).
+    /// Service time of a command without cache, queueing or ALUA effects, ns (the SFQ cost
+    /// estimate): its command processing plus its bytes through a front end.
     pub fn expected_ns(&self, op: Op, len: u32) -> f64 {
         let base = self.spec.controller_ns as f64 + f64::from(len) * self.ns_per_byte;
         if op == Op::Write {
@@ -106,7 +125,7 @@ impl FlashArray {
     /// returns its completion time at the array.
     pub fn serve(&mut self, ready: Time, lun: u32, owner: u8, via: u8, op: Op, lba: u64, len: u32) -> Time {
         let chunks = self.chunks(lba, len);
-        let mut service = self.spec.controller_ns as f64 + f64::from(len) * self.ns_per_byte;
+        let mut service = self.spec.controller_ns;
         match op {
             Op::Read => {
                 let c = &mut self.ctrl[via as usize];
@@ -114,21 +133,21 @@ impl FlashArray {
                     c.hits += 1;
                 } else {
                     c.misses += 1;
-                    service += self.spec.backend_read_ns as f64;
+                    service += self.spec.backend_read_ns;
                 }
             }
             Op::Write => {
                 Self::lookup_fill(&mut self.ctrl[0], chunks.clone(), lun);
                 Self::lookup_fill(&mut self.ctrl[1], chunks, lun);
-                service += self.spec.mirror_ns as f64;
+                service += self.spec.mirror_ns;
             }
         }
-        let done = self.ctrl[via as usize].engines.serve(ready, ns(service));
-        if via != owner {
-            done + self.spec.hop_ns
-        } else {
-            done
-        }
+        // per byte, at the receiving controller's front end
+        let front = &mut self.ctrl[via as usize].front_free;
+        *front = (*front).max(ready) + ns(f64::from(len) * self.ns_per_byte);
+        // per I/O, on the owner (an AUO command is forwarded there first)
+        let at_owner = if via != owner { *front + self.spec.hop_ns } else { *front };
+        self.ctrl[owner as usize].engines.serve(at_owner, service)
     }
 
     /// Read-cache (hits, misses) of controller `c`.
