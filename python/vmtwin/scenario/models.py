@@ -76,6 +76,8 @@ _UNITLESS_SCHED_KEYS = (
     "demand_ewma_weight",
     "cosched_mode",
     "llc_aware",
+    "llc_balance",
+    "extended_fairness",
     "numa_home_nodes",
     "numa_wide_vms",
     "numa_confine",
@@ -106,6 +108,13 @@ class CpuScheduler(_Model):
     llc_aware: Optional[Annotated[bool, Strict()]] = Field(
         None, description="LLC-aware placement and pulls (ESX 4): true (default) or false."
     )
+    llc_balance: Optional[Annotated[bool, Strict()]] = Field(
+        None, description="Place a waking vCPU on the least busy LLC (ESX 4 per-LLC balancing; needs llc_aware): false (default) or true."
+    )
+    extended_fairness: Optional[Annotated[bool, Strict()]] = Field(
+        None, description="Extended fairness (ESX 4): periodically swap the most and least LLC-crowded VMs' vCPUs, false (default) or true."
+    )
+    extended_fairness_period: Optional[Nanos] = Field(None, description="How often extended fairness may swap, e.g. '3s'.")
     numa_home_nodes: Optional[Annotated[bool, Strict()]] = Field(
         None, description="NUMA home nodes and the NUMA balancer: true (default) or false."
     )

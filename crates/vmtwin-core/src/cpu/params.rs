@@ -43,6 +43,23 @@ pub struct CpuSchedParams {
     /// 3.x's "fixed migration cost"), every move within a node costs `migrate_cost_core_ns`.
     /// Default on.
     pub llc_aware: bool,
+    /// Per-LLC load balancing of placement (ESX 4, research/cpu.md A6.3: the balancer "tries to
+    /// balance CPU load per LLC", so an undercommitted VM's vCPUs "tend to span across multiple
+    /// LLCs"), a switch (dimensionless): a waking vCPU takes an idle pCPU in the LLC with the
+    /// fewest busy pCPUs (its home node first when it has one), its last pCPU, then its LLC,
+    /// winning ties. Needs `llc_aware`. Default off: last pCPU, its LLC, its node, any, which
+    /// packs vCPUs into one LLC while another idles (the 3.x behaviour the paper contrasts).
+    pub llc_balance: bool,
+    /// Extended fairness (ESX 4, research/cpu.md A6.8, C23), a switch (dimensionless): fair CPU
+    /// time is not fair performance when one VM runs alone on an LLC and another shares one, so
+    /// at each entitlement update the scheduler adds up each VM's co-runners (the other busy
+    /// pCPUs on each running vCPU's LLC, per vCPU), and every `extended_fairness_period_ns` it
+    /// swaps a running vCPU of the most crowded VM on the busiest LLC with one of the least
+    /// crowded VM on a less busy LLC, at their next slice end. Default off.
+    pub extended_fairness: bool,
+    /// How often extended fairness may swap, in ns. Default 3 s: C23's choice for the paper's
+    /// "infrequently enough, typically at a few seconds" [WP §3.3.4].
+    pub extended_fairness_period_ns: Time,
     /// NUMA home nodes (research/cpu.md A6.1), a switch (dimensionless): each VM that fits in a node gets a home
     /// node (the least loaded at power-on), its vCPUs wake onto idle pCPUs there before other
     /// nodes, a pull onto another node costs `migrate_cost_node_ns`, and every
@@ -107,6 +124,9 @@ impl Default for CpuSchedParams {
             cosched_mode: CoschedMode::Off,
             cosched_skew_threshold_ns: 3 * NS_PER_MS,
             llc_aware: true,
+            llc_balance: false,
+            extended_fairness: false,
+            extended_fairness_period_ns: 3 * NS_PER_S,
             numa_home_nodes: true,
             numa_confine: false,
             numa_wide_vms: true,
@@ -156,6 +176,9 @@ impl CpuSchedParams {
         }
         if self.cosched_skew_threshold_ns == 0 {
             invalid!("cpu_scheduler.cosched_skew_threshold", self.cosched_skew_threshold_ns, "a duration > 0");
+        }
+        if self.extended_fairness_period_ns == 0 {
+            invalid!("cpu_scheduler.extended_fairness_period", self.extended_fairness_period_ns, "a duration > 0");
         }
         if self.numa_rebalance_period_ns == 0 {
             invalid!("cpu_scheduler.numa_rebalance_period", self.numa_rebalance_period_ns, "a duration > 0");

@@ -52,7 +52,8 @@
 //! # Tunables
 //! See [`CpuSchedParams`]: `quantum_ns` (50 ms), `wake_preempt_margin_ns` (1 ms),
 //! `max_lag_ns` (100 ms), `limit_burst_ns` (100 ms), `entitlement_interval_ns` (1 s),
-//! `demand_ewma_weight` (0.5); locality: `llc_aware` (on), `numa_home_nodes` (on),
+//! `demand_ewma_weight` (0.5); locality: `llc_aware` (on), `llc_balance` (off),
+//! `extended_fairness` (off, every `extended_fairness_period_ns` = 3 s), `numa_home_nodes` (on),
 //! `numa_confine` (off), `numa_wide_vms` (on), `numa_vcpu_max_per_machine_node` (0: a node's cores),
 //! `numa_rebalance_period_ns` (2 s), `numa_rebalance_imbalance` (0.1), `migrate_cost_core_ns`
 //! (40 us), `migrate_cost_llc_ns` (800 us), `migrate_cost_node_ns` (1.2 ms),
@@ -376,6 +377,11 @@ pub struct CpuSched {
     vm_home: Vec<u32>,
     /// when the NUMA balancer last ran
     last_rebalance: Time,
+    /// extended fairness: per VM, co-runners summed over entitlement updates; when it last
+    /// chose; the (crowded, favoured) running vCPUs to swap at the next slice end of either
+    crowd: Vec<f64>,
+    last_fairness: Time,
+    fair_pair: Option<(u32, u32)>,
 }
 
 impl CpuSched {
@@ -463,6 +469,9 @@ impl CpuSched {
             busy_mark: vec![0; n],
             vm_home: vec![NONE; vcpus_per_vm.len()],
             last_rebalance: 0,
+            crowd: vec![0.0; vcpus_per_vm.len()],
+            last_fairness: 0,
+            fair_pair: None,
             params,
         }
     }
@@ -941,6 +950,9 @@ impl CpuSched {
     /// With `numa_confine`, only pCPUs of its home node qualify, and there may be none
     /// ([`NONE`]).
     fn idle_pcpu_near(&self, v: u32, last: u32) -> u32 {
+        if self.params.llc_balance && self.params.llc_aware {
+            return self.idle_pcpu_balanced(v, last);
+        }
         let llc = if self.params.llc_aware { self.llc_of[last as usize] } else { NONE };
         if !self.params.numa_home_nodes {
             if self.idle[last as usize] {
@@ -985,6 +997,38 @@ impl CpuSched {
         } else {
             any
         }
+    }
+
+    /// `llc_balance` (ESX 4 balances CPU load per LLC, research/cpu.md A6.3): the idle pCPU
+    /// minimising (off the home node, busy pCPUs in its LLC, distance), distance being 0 for
+    /// `last`, 1 its LLC, 2 its node (the home node when it has one), 3 elsewhere; with
+    /// `numa_confine` only the home node's pCPUs qualify. [`NONE`] if none does.
+    fn idle_pcpu_balanced(&self, v: u32, last: u32) -> u32 {
+        let home = self.vcpus[v as usize].home;
+        let confined = self.params.numa_confine && home != NONE;
+        let (last_llc, near) = (self.llc_of[last as usize], if home != NONE { home } else { self.node_of[last as usize] });
+        let mut best = ((true, usize::MAX, u8::MAX), NONE);
+        for l in 0..self.llc_range.len() - 1 {
+            let (lo, hi) = (self.llc_range[l], self.llc_range[l + 1]);
+            let node = self.node_of[lo];
+            if confined && node != home {
+                continue;
+            }
+            let busy = self.idle[lo..hi].iter().filter(|&&i| !i).count();
+            for p in (lo..hi).filter(|&p| self.idle[p]) {
+                let dist = match () {
+                    _ if p == last as usize => 0,
+                    _ if l as u32 == last_llc => 1,
+                    _ if node == near => 2,
+                    _ => 3,
+                };
+                let key = (home != NONE && node != home, busy, dist);
+                if key < best.0 {
+                    best = (key, p as u32);
+                }
+            }
+        }
+        best.1
     }
 
     #[inline]
@@ -1244,6 +1288,7 @@ impl CpuSched {
                     self.dispatch(p, now, q);
                 }
             }
+            _ if self.fair_pair.is_some() && self.fair_swap(p, v, now, q) => {}
             _ => self.start(p, v, now, q),
         }
     }
@@ -1587,6 +1632,67 @@ impl CpuSched {
             self.last_rebalance = now;
             self.rebalance_numa();
         }
+        if self.params.extended_fairness {
+            self.extended_fairness(now);
+        }
+    }
+
+    /// Extended fairness (`CpuSchedParams::extended_fairness`, research/cpu.md C23): add each
+    /// running vCPU's LLC co-runners to its VM's crowding (per vCPU of the VM); every period,
+    /// pair a running vCPU of the most crowded VM on the busiest LLC with a running vCPU of the
+    /// least crowded VM on a less busy LLC, to swap at the next slice end of either.
+    fn extended_fairness(&mut self, now: Time) {
+        let busy: Vec<usize> = self.llc_range.windows(2).map(|w| self.idle[w[0]..w[1]].iter().filter(|&&i| !i).count()).collect();
+        let llc_busy = |p: usize, s: &Self| busy[s.llc_of[p] as usize];
+        let mut running = Vec::new();
+        for (p, pc) in self.pcpus.iter().enumerate() {
+            if pc.running != NONE {
+                let vm = self.vcpus[pc.running as usize].vm as usize;
+                running.push((p, pc.running, vm));
+            }
+        }
+        for &(p, _, vm) in &running {
+            self.crowd[vm] += (llc_busy(p, self) - 1) as f64 / self.gangs[vm].n as f64;
+        }
+        if now - self.last_fairness < self.params.extended_fairness_period_ns {
+            return;
+        }
+        self.last_fairness = now;
+        let crowd = &self.crowd;
+        let by_crowd = |a: &&(usize, u32, usize), b: &&(usize, u32, usize)| crowd[a.2].total_cmp(&crowd[b.2]).then(a.2.cmp(&b.2));
+        let (Some(hi), Some(lo)) = (running.iter().max_by(by_crowd), running.iter().min_by(by_crowd)) else { return };
+        let (hi_vm, lo_vm) = (hi.2, lo.2);
+        if hi_vm == lo_vm || crowd[hi_vm] - crowd[lo_vm] < 1e-9 {
+            return;
+        }
+        let pick = |vm: usize, most: bool| {
+            let mine = running.iter().filter(move |r| r.2 == vm);
+            if most { mine.max_by_key(|r| (llc_busy(r.0, self), r.0)) } else { mine.min_by_key(|r| (llc_busy(r.0, self), r.0)) }
+        };
+        let pair = match (pick(hi_vm, true), pick(lo_vm, false)) {
+            (Some(a), Some(b)) if llc_busy(a.0, self) > llc_busy(b.0, self) => Some((a.1, b.1)),
+            _ => None,
+        };
+        if pair.is_some() {
+            self.fair_pair = pair;
+        }
+    }
+
+    /// At a slice end of `v` (stopped, `p` free): if `v` is one of the pair extended fairness
+    /// chose and its partner still runs on another pCPU, swap them (both are counted as
+    /// moves, paying their refill in the execution-speed model). The pair is spent either way.
+    fn fair_swap(&mut self, p: u32, v: u32, now: Time, q: &mut EventQueue) -> bool {
+        let Some((a, b)) = self.fair_pair else { return false };
+        let other = if v == a { b } else if v == b { a } else { return false };
+        self.fair_pair = None;
+        let op = self.vcpus[other as usize].pcpu;
+        if op == p || self.pcpus[op as usize].running != other {
+            return false;
+        }
+        let o = self.stop(op, now);
+        self.start(op, v, now, q);
+        self.start(p, o, now, q);
+        true
     }
 
     /// Set every vCPU's weight and entitlement (pCPUs) at `now`: `share(v)` gives both. Every key is rescaled so that its
