@@ -500,8 +500,9 @@ impl CpuSched {
 
     /// Move `v` to `state`, accumulating the time spent in the old one, and keep the fair clock
     /// and the limiters' active weights in step. A running vCPU must be stopped (charged) before
-    /// it leaves RUN.
-    #[inline]
+    /// it leaves RUN. Always inlined: callers pass a constant state, which folds its branches
+    /// (about 4% of bench-64vm's instructions as a call).
+    #[inline(always)]
     fn set_state(&mut self, v: u32, now: Time, state: VcpuState) {
         let vc = &mut self.vcpus[v as usize];
         let old = vc.state;
