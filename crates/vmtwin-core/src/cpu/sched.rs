@@ -1362,7 +1362,7 @@ impl CpuSched {
 
     /// The key of the head of queue `qp` plus what moving it to pCPU `p` costs, in its virtual
     /// time, or `None` if migration throttling keeps it on its own pCPU.
-    #[inline]
+    #[inline(always)]
     fn move_score(&self, p: u32, qp: u32, key: f64) -> Option<f64> {
         let v = self.queues.head(qp).expect("a candidate queue is not empty");
         let vc = &self.vcpus[v as usize];
