@@ -141,3 +141,33 @@ def test_indicator_rows_agree_with_the_values_they_judge(rows):
     assert heavy.simulated == (1.0 if want else 0.0)
     assert "co-scheduling and locking" in heavy.note
     assert all("no scheduler cells" in r.note for r in b8 if r.series == "Fig 12 specjbb" and "cell 8" not in r.metric)
+
+
+DOC = __import__("pathlib").Path(__file__).resolve().parents[3] / "docs" / "reproduce-cpu.md"
+
+
+def test_doc_yaml_runs_and_evens_the_three_vms():
+    import re
+
+    from vmtwin.methodology.throughput import work_rate
+    from vmtwin.scenario.loading import parse_scenario
+    from vmtwin.simulation import Simulation
+
+    text = DOC.read_text(encoding="utf-8")
+    block = re.search(r"```yaml\n(.*?)```", text, re.S).group(1)
+    sim = Simulation(parse_scenario(block))
+    sim.run()
+    rates = [work_rate(sim.tables()["vcpu_perf"], f"vm{i}", interval_s=2.0) for i in range(3)]
+    assert max(rates) / min(rates) < 1.03
+
+
+def test_doc_results_table_is_the_current_run(rows):
+    # the doc quotes every judged row and the calibration row: metric, simulated, verdict
+    quoted = {}
+    for line in DOC.read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 5 and cells[4] in ("PASS", "FAIL", "NOT JUDGED"):
+            quoted[cells[0]] = (cells[3], cells[4])
+    current = {r.metric: (f"{r.simulated:.3f}", r.verdict) for exp in rows.values() for r in exp
+               if r.judged or r.series == "calibration"}
+    assert quoted == current
