@@ -1175,6 +1175,7 @@ impl CpuSched {
     /// Stop whatever runs on `p` and charge it; its state is still RUN for the caller to change.
     /// The caller either re-arms `p`'s slice timer (a new slice) or leaves `p` idle, whose stale
     /// timer is cancelled in `dispatch`.
+    #[inline(always)]
     fn stop(&mut self, p: u32, now: Time) -> u32 {
         let pc = &mut self.pcpus[p as usize];
         let v = pc.running;
