@@ -251,6 +251,8 @@ proptest! {
         omega in prop::sample::select(vec![1.0, 2.5, 4.0]),
         failures in prop::collection::vec((0u32..4, 0u64..200_000, 1u64..100_000), 0..8),
         sizes in prop::collection::vec((1u32..2048, any::<bool>(), 0u64..200_000), 1..300),
+        port_depth in 1u32..6,
+        vq_depth in prop::option::of(1u32..5),
     ) {
         let psp = match psp_kind {
             0 => PspSpec::Fixed { preferred: 0 },
@@ -262,6 +264,14 @@ proptest! {
         spec.params.merge_omega = omega;
         spec.params.merge_contiguous_only = omega < 3.0;
         spec.luns[0].dqlen = 8;
+        // small HBA port queues (commands wait at the port) and virtual disk queues (requests
+        // wait in the guest)
+        for a in &mut spec.adapters {
+            a.queue_depth = port_depth;
+        }
+        for d in &mut spec.disks {
+            d.queue_depth = vq_depth;
+        }
         // the array, or a spinning disk (its on-board queue keeps serving aborted commands), or an SSD
         match device_kind {
             1 => spec.luns[0].device = DeviceSpec::Hdd(HddParams { queue_depth: 8, ..HddParams::default() }),
@@ -294,6 +304,10 @@ proptest! {
         prop_assert_eq!(st.in_flight(), 0);
         let lun = st.lun_counters(0, 60 * S);
         prop_assert_eq!((lun.actv, lun.qued), (0, 0));
+        for a in 0..2 {
+            let c = st.adapter_counters(a, 60 * S);
+            prop_assert_eq!((c.actv, c.qued), (0, 0), "adapter {} left busy", a);
+        }
         let aborted: u64 = (0..4).map(|p| st.path_counters(p, 60 * S).aborts).sum();
         prop_assert_eq!(aborted, lun.aborts);
         for c in &done {
@@ -305,9 +319,10 @@ proptest! {
 }
 
 #[test]
-fn a_full_hba_port_holds_io_in_the_kernel_queue() {
-    // port queue depth 4 on each of two ports, 2 VMs x 16 outstanding: commands wait for a port
-    // slot in the kernel queue; RR (iops 10) still splits them evenly over the two AO paths
+fn a_full_hba_port_queues_what_exceeds_its_depth() {
+    // port queue depth 4 on each of two ports, 2 VMs x 16 outstanding, DQLEN 64: at most 4
+    // commands active per port, the others issued up to DQLEN wait at the ports (adapter QUED),
+    // the rest in the kernel; RR (iops 10) still splits them evenly over the two AO paths
     let mut spec = array_spec(PspSpec::RoundRobin { iops: 10 }, 2, 8);
     for a in &mut spec.adapters {
         a.queue_depth = 4;
@@ -322,7 +337,8 @@ fn a_full_hba_port_holds_io_in_the_kernel_queue() {
     let lun = st.lun_counters(0, S);
     let (a0, a1) = (st.adapter_counters(0, S), st.adapter_counters(1, S));
     assert!(a0.actv <= 4 && a1.actv <= 4);
-    assert!(lun.qued >= 24, "commands beyond the ports' depth wait in the kernel: {lun:?}");
+    assert_eq!(lun.actv + lun.qued, 32, "{lun:?}");
+    assert_eq!(a0.actv + a0.qued + a1.actv + a1.qued, lun.actv, "what the LUN issued is at the ports: {a0:?} {a1:?}");
     let (p0, p1) = (st.path_counters(0, S).cmds, st.path_counters(1, S).cmds);
     assert!(p0.abs_diff(p1) <= 10 + 8, "{p0} vs {p1}");
     assert_eq!(st.in_flight(), 32);

@@ -126,13 +126,15 @@ impl Default for SsdParams {
 pub struct ArraySpec {
     /// Name LUNs refer to.
     pub name: String,
-    /// Commands one controller serves at once, dimensionless. Default 16: chosen.
+    /// Commands one controller processes at once (for the LUNs it owns), dimensionless.
+    /// Default 16: chosen.
     pub engines_per_controller: u32,
-    /// Front-end processing per command, in ns. Default 60 µs: chosen (flash-array latencies of
-    /// a few hundred µs end to end).
+    /// Processing per command on the LUN's owning controller, in ns (every command, whichever
+    /// controller it arrived at: per I/O). Default 60 µs: chosen (flash-array latencies of a few
+    /// hundred µs end to end).
     pub controller_ns: Time,
-    /// One controller's data bandwidth, in bytes per second. Default 1.6 GB/s: chosen, about
-    /// two 8 Gb/s FC ports' worth.
+    /// One controller's front-end data rate, shared FCFS by the commands arriving at it, in
+    /// bytes per second (per byte). Default 1.6 GB/s: chosen, about two 8 Gb/s FC ports' worth.
     pub controller_bytes_per_s: u64,
     /// Extra time of a read that misses the controller's cache (an SSD read), in ns. Default
     /// 150 µs: chosen.
@@ -141,7 +143,7 @@ pub struct ArraySpec {
     /// in ns. Default 40 µs: chosen ([P] §3.2: writes need cache synchronisation).
     pub mirror_ns: Time,
     /// Extra time of a command arriving on the non-owning controller (ALUA un-optimized path:
-    /// forwarded over the inter-controller link), in ns. Default 100 µs: chosen ([P] §2: AUO
+    /// forwarded over the inter-controller link to the owner; per I/O, holds nothing), in ns. Default 100 µs: chosen ([P] §2: AUO
     /// paths have "higher service time").
     pub hop_ns: Time,
     /// Read-cache slots per controller (direct mapped), dimensionless. Default 16,384 (1 GiB of
@@ -355,12 +357,17 @@ pub struct VmDiskSpec {
     pub span_bytes: u64,
     /// Where the span starts on the LUN, in bytes.
     pub offset_bytes: u64,
+    /// The VM's virtual adapter queue depth for this disk, requests, dimensionless: requests the
+    /// guest issues beyond it wait in the guest (outside GAVG) for a slot. `None`: not behind a
+    /// virtual adapter (the hypervisor's own files, e.g. the swap file). Scenario default 64
+    /// ([ext] PVSCSI's default per-device queue depth, VMware KB 2053145; LSI Logic SAS: 32).
+    pub queue_depth: Option<u32>,
 }
 
 impl VmDiskSpec {
     /// A disk with normal shares on `lun`.
     pub fn new(name: &str, lun: &str) -> Self {
-        VmDiskSpec { name: name.to_string(), lun: lun.to_string(), shares: 1000, span_bytes: 10 << 30, offset_bytes: 0 }
+        VmDiskSpec { name: name.to_string(), lun: lun.to_string(), shares: 1000, span_bytes: 10 << 30, offset_bytes: 0, queue_depth: None }
     }
 }
 
@@ -511,6 +518,9 @@ impl StorageSpec {
             }
             if d.shares == 0 {
                 invalid!(format!("storage.disks[{i}].shares"), 0, "an integer >= 1 (low 500, normal 1000, high 2000)");
+            }
+            if d.queue_depth == Some(0) {
+                invalid!(format!("storage.disks[{i}].queue_depth"), 0, "an integer >= 1 (requests the virtual adapter queues for the disk)");
             }
             if d.span_bytes < SECTOR as u64 {
                 invalid!(format!("storage.disks[{i}].span_bytes"), d.span_bytes, "at least 512");

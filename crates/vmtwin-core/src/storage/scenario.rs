@@ -13,8 +13,7 @@
 //! `path` and `adapter` tables (`simulation/storage.rs`).
 //!
 //! # Known gaps
-//! - One virtual disk per entry, with no per-disk virtual queue depth beyond
-//!   `Disk.SchedNumReqOutstanding`; PSP policy and Adaptive on/off are not scenario events.
+//! - One virtual disk per entry; PSP policy and Adaptive on/off are not scenario events.
 
 use super::params::{AdapterSpec, ArraySpec, LunSpec, StackParams, StorageSpec, VmDiskSpec};
 use super::workload::WorkloadSpec;

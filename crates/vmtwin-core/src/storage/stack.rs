@@ -1,7 +1,9 @@
 //! The host I/O stack: VM disks, per-LUN kernel queues under SFQ(D), queue-depth limits,
 //! splitting and merging, path selection, HBA ports, devices and completion.
 //!
-//! A request a VM issues to its disk is accepted by the VMM at once (GAVG starts). If it is
+//! A request a VM issues to its disk is accepted by the VMM (GAVG starts) when the disk's virtual
+//! queue (the VM's virtual adapter's per-disk queue depth, `VmDiskSpec::queue_depth`) has a slot;
+//! beyond it, requests wait in the guest, first come first served, unseen by esxtop. If it is
 //! larger than `split_bytes` it becomes ⌈len / split_bytes⌉ pieces with the parent's arrival time
 //! (Kraft eqs. 3-5); the request completes when its last piece does. Each piece gets SFQ tags
 //! (`sfq.rs`) and waits in its VM's kernel queue on the LUN (QUED, QAVG). The LUN issues queued
@@ -11,15 +13,18 @@
 //!   device's own on-board depth for directly attached disks),
 //! - the piece's VM has fewer than `Disk.SchedNumReqOutstanding` active, if more than one VM has
 //!   I/O on the LUN (ESX applies the limit only then),
-//! - the LUN's PSP finds a working path, and that path's HBA port has a free slot of its own
-//!   queue depth (otherwise the LUN waits for one: the port is shared by every LUN behind it).
+//! - the LUN's PSP finds a working path.
+//!
+//! A command issued to a path whose HBA port has all its queue-depth slots taken waits in that
+//! port's queue (adapter QUED), first come first served across every LUN behind the port, keeping
+//! its DQLEN slot; the LUN goes on issuing to its other paths meanwhile.
 //!
 //! Issuing may merge (Kraft Algorithm 1): with merge value ω, up to x = ⌊ω⌋ or ⌈ω⌉ (stochastic
 //! rounding) pieces of the same VM that are next in start-tag order, in the same direction and
 //! contiguous on disk (unless `merge_contiguous_only` is off), no larger together than
-//! `split_bytes`, go to the device as one command and take one DQLEN slot. The command crosses
-//! the port's link (FCFS at the link rate), is served by the device and returns after the path's
-//! fabric latency; DAVG is that whole time.
+//! `split_bytes`, go to the device as one command and take one DQLEN slot. Leaving its port, the
+//! command crosses the port's link (FCFS at the link rate), is served by the device and returns
+//! after the path's fabric latency; DAVG is that whole time (a wait at the port is in KAVG).
 //!
 //! When a path fails, every command active on it is aborted (esxtop ABRTS) and its pieces go
 //! back to the front of their kernel queues with their original tags; the PSP fails over and
@@ -29,7 +34,7 @@
 //! # Tunables
 //! [`super::StackParams`] (`split_bytes` 512 kB, `sched_num_req_outstanding` 32, `merge_omega` 1,
 //! `merge_contiguous_only`); per LUN `dqlen` (32) and `psp`; per adapter `queue_depth` and
-//! `link_bits_per_s`; per path `fabric_ns`; per disk `shares`.
+//! `link_bits_per_s`; per path `fabric_ns`; per disk `shares` and `queue_depth`.
 //!
 //! # Counters
 //! esxtop disk counters at the VM disk, LUN, path and adapter grains (`counters.rs`); per
@@ -112,6 +117,8 @@ struct Cmd {
     next: u32,
     /// bytes of the whole bundle (head only)
     bundle_len: u32,
+    /// waiting in its HBA port's queue (head only)
+    at_port: bool,
     state: State,
 }
 
@@ -120,6 +127,9 @@ struct Parent {
     owner: Owner,
     op: Op,
     len: u32,
+    /// when the guest issued it (before any wait for a virtual queue slot)
+    submitted: Time,
+    /// when the VMM accepted it (GAVG starts)
     issued: Time,
     remaining: u32,
     last_davg: Time,
@@ -140,6 +150,12 @@ struct Disk {
     class: u32,
     active: u32,
     queued: u32,
+    /// the virtual adapter's queue depth for this disk (u32::MAX: none)
+    vq_depth: u32,
+    /// requests accepted by the VMM and not completed
+    vq_inflight: u32,
+    /// requests the guest issued beyond `vq_depth`, waiting in the guest for a slot
+    vq_wait: VecDeque<Pending>,
     span_bytes: u64,
     offset_sectors: u64,
     counters: DiskCounters,
@@ -166,6 +182,16 @@ struct Lun {
     window: WindowStats,
 }
 
+/// A request waiting in the guest for a virtual queue slot.
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    op: Op,
+    offset_bytes: u64,
+    len: u32,
+    owner: Owner,
+    submitted: Time,
+}
+
 #[derive(Debug, Clone)]
 struct Path {
     lun: u32,
@@ -183,7 +209,9 @@ struct Adapter {
     active: u32,
     link_free: Time,
     ns_per_byte: f64,
-    blocked: bool,
+    /// bundles (head, attempt) issued to a path of this port while it was full, FIFO; entries
+    /// whose command was aborted meanwhile are skipped
+    waiting: VecDeque<(u32, u64)>,
     counters: DiskCounters,
 }
 
@@ -224,7 +252,7 @@ impl Storage {
                 active: 0,
                 link_free: 0,
                 ns_per_byte: 8e9 / a.link_bits_per_s as f64,
-                blocked: false,
+                waiting: VecDeque::new(),
                 counters: DiskCounters { dqlen: a.queue_depth, ..Default::default() },
             })
             .collect();
@@ -286,6 +314,9 @@ impl Storage {
                     class,
                     active: 0,
                     queued: 0,
+                    vq_depth: d.queue_depth.unwrap_or(u32::MAX),
+                    vq_inflight: 0,
+                    vq_wait: VecDeque::new(),
                     span_bytes: d.span_bytes,
                     offset_sectors: d.offset_bytes / SECTOR_BYTES,
                     counters: DiskCounters { dqlen: spec.params.sched_num_req_outstanding, ..Default::default() },
@@ -392,7 +423,12 @@ impl Storage {
 
     /// Requests accepted and not yet completed (for conservation checks).
     pub fn in_flight(&self) -> usize {
-        self.parents.len() - self.free_parents.len()
+        self.parents.len() - self.free_parents.len() + self.disks.iter().map(|d| d.vq_wait.len()).sum::<usize>()
+    }
+
+    /// Requests of VM disk `d` waiting in the guest for a virtual queue slot.
+    pub fn guest_queued(&self, d: u32) -> usize {
+        self.disks[d as usize].vq_wait.len()
     }
 
     /// Whether a request submitted through [`Storage::submit`] has completed since the last
@@ -465,8 +501,9 @@ impl Storage {
         if len == 0 {
             return Err(VmtwinError::Simulation(format!("I/O of 0 bytes to VM disk '{}'", self.disk_names[disk as usize])));
         }
-        self.accept(now, disk, op, offset_bytes, len, Owner::External(token));
-        self.dispatch(now, self.disks[disk as usize].lun, sched);
+        if self.admit(now, disk, op, offset_bytes, len, Owner::External(token)) {
+            self.dispatch(now, self.disks[disk as usize].lun, sched);
+        }
         Ok(())
     }
 
@@ -479,7 +516,7 @@ impl Storage {
         gen.in_flight += reqs.len() as u32;
         gen.stats.issued += reqs.len() as u64;
         for &(op, off, len) in &reqs {
-            self.accept(now, disk, op, off, len, Owner::Gen(g, user));
+            self.admit(now, disk, op, off, len, Owner::Gen(g, user));
         }
         reqs.clear();
         self.scratch_req = reqs;
@@ -513,6 +550,7 @@ impl Storage {
                 attempt: 0,
                 next: NONE,
                 bundle_len: 0,
+                at_port: false,
                 state: State::Free,
             });
             (self.cmds.len() - 1) as u32
@@ -529,11 +567,39 @@ impl Storage {
         }
     }
 
+    /// The guest issues a request to its virtual disk: the VMM accepts it if the disk's virtual
+    /// queue has a slot (and no earlier request waits for one), else it waits in the guest.
+    /// Returns whether it was accepted.
+    fn admit(&mut self, now: Time, disk: u32, op: Op, offset_bytes: u64, len: u32, owner: Owner) -> bool {
+        let d = &mut self.disks[disk as usize];
+        if d.vq_inflight >= d.vq_depth || !d.vq_wait.is_empty() {
+            d.vq_wait.push_back(Pending { op, offset_bytes, len, owner, submitted: now });
+            return false;
+        }
+        d.vq_inflight += 1;
+        self.accept(now, now, disk, op, offset_bytes, len, owner);
+        true
+    }
+
+    /// Slots freed on VM disk `disk`'s virtual queue go to the requests waiting in the guest.
+    fn admit_waiting(&mut self, now: Time, disk: u32) {
+        loop {
+            let d = &mut self.disks[disk as usize];
+            if d.vq_inflight >= d.vq_depth {
+                return;
+            }
+            let Some(w) = d.vq_wait.pop_front() else { return };
+            d.vq_inflight += 1;
+            self.accept(now, w.submitted, disk, w.op, w.offset_bytes, w.len, w.owner);
+        }
+    }
+
     /// The VMM accepts a request: split it and queue the pieces.
-    fn accept(&mut self, now: Time, disk: u32, op: Op, offset_bytes: u64, len: u32, owner: Owner) {
+    #[allow(clippy::too_many_arguments)]
+    fn accept(&mut self, now: Time, submitted: Time, disk: u32, op: Op, offset_bytes: u64, len: u32, owner: Owner) {
         let split = self.params.split_bytes;
         let pieces = len.div_ceil(split).max(1);
-        let parent = Parent { owner, op, len, issued: now, remaining: pieces, last_davg: 0, qtime: 0 };
+        let parent = Parent { owner, op, len, submitted, issued: now, remaining: pieces, last_davg: 0, qtime: 0 };
         let p = match self.free_parents.pop() {
             Some(p) => {
                 self.parents[p as usize] = parent;
@@ -577,6 +643,7 @@ impl Storage {
                 attempt: 0,
                 next: NONE,
                 bundle_len: plen,
+                at_port: false,
                 state: State::Queued,
             };
             let lun = &mut self.luns[l];
@@ -610,12 +677,6 @@ impl Storage {
             let op = self.cmds[head as usize].op;
             let Some(local) = self.luns[li].nmp.select(op) else { return };
             let path = self.luns[li].paths[local] as usize;
-            let a = self.paths[path].adapter as usize;
-            if self.adapters[a].active >= self.adapters[a].qdepth {
-                self.adapters[a].blocked = true;
-                self.luns[li].nmp.unselect();
-                return;
-            }
             self.luns[li].queues[class].pop_front();
             self.luns[li].sfq.issued(tag);
             let members = self.bundle(li, class, head, limit);
@@ -689,10 +750,27 @@ impl Storage {
         }
         let h = &mut self.cmds[head as usize];
         h.attempt = attempt;
-        let (op, lba, len) = (h.op, h.lba, h.bundle_len);
         let lun = &mut self.luns[l];
         lun.active += 1;
         lun.counters.level(now, 1, -(members as i32));
+        let ad = &mut self.adapters[self.paths[path].adapter as usize];
+        if ad.active >= ad.qdepth {
+            // the port is full: the command waits in its queue (adapter QUED), FIFO across LUNs,
+            // holding its DQLEN slot; the LUN goes on issuing to other paths
+            ad.waiting.push_back((head, attempt));
+            ad.counters.level(now, 0, 1);
+            self.cmds[head as usize].at_port = true;
+        } else {
+            self.send(now, l, head, sched);
+        }
+    }
+
+    /// The bundle headed by `head` leaves its HBA port: the link, the device, completion.
+    fn send(&mut self, now: Time, l: usize, head: u32, sched: &mut impl IoScheduler) {
+        let h = &mut self.cmds[head as usize];
+        h.at_port = false;
+        h.dispatched = now; // DAVG from here; a wait at the port counts in KAVG
+        let (op, lba, len, attempt, path) = (h.op, h.lba, h.bundle_len, h.attempt, h.path as usize);
         let p = &mut self.paths[path];
         p.counters.level(now, 1, 0);
         let (controller, fabric) = (p.controller, p.fabric_ns);
@@ -713,6 +791,20 @@ impl Storage {
         };
         if let Some(t) = done {
             sched.at(t + fabric, StorageEvent::DeviceDone { lun: l as u32, cmd: head, attempt });
+        }
+    }
+
+    /// Send what waits at adapter `a` while it has free slots.
+    fn port_next(&mut self, now: Time, a: usize, sched: &mut impl IoScheduler) {
+        while self.adapters[a].active < self.adapters[a].qdepth {
+            let Some((head, attempt)) = self.adapters[a].waiting.pop_front() else { return };
+            let c = &self.cmds[head as usize];
+            if !(c.at_port && c.state == State::Active && c.attempt == attempt) {
+                continue; // aborted meanwhile (its QUED was taken back then)
+            }
+            self.adapters[a].counters.level(now, 0, -1);
+            let l = self.paths[c.path as usize].lun as usize;
+            self.send(now, l, head, sched);
         }
     }
 
@@ -756,7 +848,6 @@ impl Storage {
         ad.active -= 1;
         ad.counters.level(now, -1, 0);
         ad.counters.complete(read, bytes, davg, gavg, h.qtime);
-        let unblock = std::mem::replace(&mut ad.blocked, false);
 
         let mut finished = std::mem::take(&mut self.scratch_done);
         let mut m = head;
@@ -775,6 +866,7 @@ impl Storage {
             p.qtime = p.qtime.max(c.qtime);
             if p.remaining == 0 {
                 finished.push(c.parent);
+                d.vq_inflight -= 1;
                 let (op, len, issued, qtime) = (p.op, p.len, p.issued, p.qtime);
                 d.counters.complete(op == Op::Read, u64::from(len), davg, now - issued, qtime);
             }
@@ -792,10 +884,10 @@ impl Storage {
             match par.owner {
                 Owner::External(token) => {
                     let disk = h.disk; // all pieces of a request are on one disk
-                    self.completions.push(Completion { token, disk, op: par.op, bytes: par.len, issued: par.issued, done: now });
+                    self.completions.push(Completion { token, disk, op: par.op, bytes: par.len, issued: par.submitted, done: now });
                 }
                 Owner::Gen(g, user) => {
-                    if let Some(t) = self.gens[g as usize].completed(now, user, par.op, par.len, now - par.issued) {
+                    if let Some(t) = self.gens[g as usize].completed(now, user, par.op, par.len, now - par.submitted) {
                         if t == now {
                             let other_lun = self.disks[self.gens[g as usize].disk as usize].lun != l;
                             self.gen_wake(now, g, user, other_lun, sched);
@@ -806,14 +898,13 @@ impl Storage {
                 }
             }
         }
+        if !finished.is_empty() && !self.disks[h.disk as usize].vq_wait.is_empty() {
+            self.admit_waiting(now, h.disk);
+        }
         finished.clear();
         self.scratch_done = finished;
-        if unblock {
-            for other in 0..self.luns.len() as u32 {
-                if other != l {
-                    self.dispatch(now, other, sched);
-                }
-            }
+        if !self.adapters[a].waiting.is_empty() {
+            self.port_next(now, a, sched);
         }
         self.dispatch(now, l, sched);
     }
@@ -834,6 +925,8 @@ impl Storage {
                 self.abort(now, l, i as u32);
             }
         }
+        // the port's freed slots go to what waits there for other paths
+        self.port_next(now, self.paths[pi].adapter as usize, sched);
         self.dispatch(now, l as u32, sched);
     }
 
@@ -857,12 +950,18 @@ impl Storage {
         lun.counters.level(now, -1, 0);
         lun.counters.aborts += 1;
         let p = &mut self.paths[h.path as usize];
-        p.counters.level(now, -1, 0);
         p.counters.aborts += 1;
         let ad = &mut self.adapters[p.adapter as usize];
-        ad.active -= 1;
-        ad.counters.level(now, -1, 0);
         ad.counters.aborts += 1;
+        if h.at_port {
+            // never left the port: out of its queue (the entry is skipped when reached)
+            ad.counters.level(now, 0, -1);
+            self.cmds[head as usize].at_port = false;
+        } else {
+            p.counters.level(now, -1, 0);
+            ad.active -= 1;
+            ad.counters.level(now, -1, 0);
+        }
         let mut m = head;
         while m != NONE {
             let c = &mut self.cmds[m as usize];
