@@ -118,7 +118,7 @@ impl QueueSet {
     }
 
     /// Enqueue `vcpu` on pCPU `p`'s queue.
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, p: u32, key: f64, seq: u64, vcpu: u32) {
         self.queues[p as usize].push(key, seq, vcpu);
         self.len += 1;
