@@ -50,6 +50,7 @@
 //! - Swap goes to [`crate::mem::FixedLatencySwapStandIn`] until the storage wiring.
 
 use super::charge::ShareCharge;
+use super::guest::{GuestCounters, GuestOs, GuestParams, GuestRole, GuestTouch};
 use super::content::{compressed_quarters, mix64, ContentSpec, MemoryImage, ZERO_CONTENT};
 use super::params::{MemParams, Preset};
 use super::pmap::{PageState, Pmap, MAX_MPN};
@@ -97,6 +98,22 @@ pub enum SwapRequest {
         vm: u32,
         /// guest page
         ppn: u32,
+    },
+    /// the guest OS writes `pages` anonymous pages to its own virtual disk (no completion
+    /// needed)
+    GuestWrite {
+        /// VM (memory index)
+        vm: u32,
+        /// pages
+        pages: u32,
+    },
+    /// the guest OS reads anonymous page `vpn` back from its virtual disk; the touching vCPU
+    /// waits; report with [`MemHost::guest_read_done`]
+    GuestRead {
+        /// VM (memory index)
+        vm: u32,
+        /// anonymous (guest-virtual) page
+        vpn: u32,
     },
 }
 
@@ -154,6 +171,11 @@ pub struct VmMemSpec {
     pub content: ContentSpec,
     /// raw memory image: if given, its pages' contents (hashed from bytes) replace the model's
     pub image: Option<MemoryImage>,
+    /// the guest OS model ([`crate::mem::guest`]), if modelled: its workload then touches an
+    /// anonymous region of `anon_pages` pages through the guest
+    pub guest: Option<GuestParams>,
+    /// size of the guest's anonymous region (with `guest`)
+    pub anon_pages: u32,
 }
 
 impl VmMemSpec {
@@ -171,6 +193,8 @@ impl VmMemSpec {
             balloon_driver: true,
             content: ContentSpec::default(),
             image: None,
+            guest: None,
+            anon_pages: 0,
         }
     }
 }
@@ -200,6 +224,8 @@ pub struct VmMemCounters {
     pub cpu_ns: u64,
     /// accesses refused because allocation was blocked or memory was exhausted
     pub blocked: u64,
+    /// the guest OS's counts (zero without a guest model)
+    pub guest: GuestCounters,
 }
 
 /// A VM's memory counters at one instant, in pages (esxtop's names in the docs).
@@ -235,6 +261,16 @@ pub struct VmMemStats {
     pub zero: u64,
     /// SHRDSVD: pages saved by sharing, each shared page saving (n - 1) / n
     pub shrdsvd: f64,
+    /// guest page cache, pages (0 without a guest model)
+    pub guest_cache: u64,
+    /// guest free list, pages
+    pub guest_free: u64,
+    /// guest anonymous pages resident
+    pub guest_anon: u64,
+    /// guest anonymous pages in the guest's swap
+    pub guest_swapped: u64,
+    /// guest kernel pages
+    pub guest_kernel: u64,
     /// cumulative counts
     pub counters: VmMemCounters,
 }
@@ -256,6 +292,7 @@ struct VmMem {
     overhead_mpns: Vec<u32>,
     blocked: bool,
     deflate_cursor: u32,
+    guest: Option<GuestOs>,
     c: VmMemCounters,
 }
 
@@ -344,6 +381,9 @@ impl MemHost {
             invalid!(format!("{path}.home_node"), spec.home_node, format!("a node below {}", self.free.len()));
         }
         spec.content.validate(&format!("{path}.content"))?;
+        if let Some(g) = &spec.guest {
+            g.validate(&format!("{path}.guest_os"), spec.pages, spec.anon_pages)?;
+        }
         if let Some(img) = &spec.image {
             if img.pages() != spec.pages {
                 invalid!(format!("{path}.image"), format!("{} pages", img.pages()), format!("an image of the configured size, {} pages", spec.pages));
@@ -390,6 +430,7 @@ impl MemHost {
             overhead_mpns: overhead,
             blocked: false,
             deflate_cursor: 0,
+            guest: spec.guest.as_ref().map(|g| GuestOs::boot(g, spec.pages, spec.anon_pages)),
             c: VmMemCounters::default(),
             spec,
         });
@@ -702,6 +743,9 @@ impl MemHost {
     }
 
     fn inflate(&mut self, vm: u32, n: u64) {
+        if self.vms[vm as usize].guest.is_some() {
+            return self.guest_inflate(vm, n);
+        }
         let pages = self.vms[vm as usize].pmap.pages();
         let mut done = 0;
         let mut tries = 0;
@@ -728,9 +772,102 @@ impl MemHost {
             seen += 1;
             if v.pmap.state(ppn) == PageState::Ballooned {
                 v.pmap.set(ppn, PageState::Deflated, 0);
+                if let Some(g) = v.guest.as_mut() {
+                    g.balloon_give(ppn);
+                }
                 n -= 1;
             }
         }
+    }
+
+    /// The guest's balloon driver takes `n` pages: the guest chooses them (free, then page
+    /// cache, then cold anonymous pages it swaps to its virtual disk); ESX unbacks each.
+    fn guest_inflate(&mut self, vm: u32, n: u64) {
+        let v = &mut self.vms[vm as usize];
+        let (g, pmap) = (v.guest.as_mut().expect("a guest"), &v.pmap);
+        let r = g.balloon_take(n, |p| pmap.content(p));
+        self.guest_swapped_out(vm, &r.swapped_out);
+        for p in r.ppns {
+            self.unback(vm, p);
+            let v = &mut self.vms[vm as usize];
+            v.pmap.set(p, PageState::Ballooned, 0);
+            v.c.balloon_inflated += 1;
+        }
+    }
+
+    /// Anonymous pages the guest swapped out: one write to its virtual disk; a page ESX had
+    /// swapped or compressed is double paging.
+    fn guest_swapped_out(&mut self, vm: u32, out: &[(u32, u32)]) {
+        if out.is_empty() {
+            return;
+        }
+        let v = &mut self.vms[vm as usize];
+        let g = v.guest.as_mut().expect("a guest");
+        g.c.double_paging += out.iter().filter(|&&(_, p)| matches!(v.pmap.state(p), PageState::Swapped | PageState::Compressed)).count() as u64;
+        let pages = out.len() as u32;
+        let now = self.next_tick;
+        match self.swap.as_mut() {
+            Some(dev) => {
+                dev.write(vm, pages, now);
+            }
+            None => self.swap_requests.push(SwapRequest::GuestWrite { vm, pages }),
+        }
+    }
+
+    /// The workload touches anonymous page `vpn` of `vm` through its guest OS, writing `write`
+    /// (a fresh page is zeroed by the guest). A guest swap-in waits for the read from the
+    /// virtual disk (the stand-in's `until`, or [`Access::SwapIo`] with a
+    /// [`SwapRequest::GuestRead`]); the guest's wait is not %SWPWT.
+    pub fn guest_access(&mut self, vm: u32, vpn: u32, write: Option<u64>, now: Time) -> Access {
+        let mut out = Vec::new();
+        let v = &mut self.vms[vm as usize];
+        let (g, pmap) = (v.guest.as_mut().expect("guest_access needs a guest model"), &v.pmap);
+        let Some(t) = g.touch(vpn, &mut out, |p| pmap.content(p)) else {
+            v.c.blocked += 1;
+            return Access::Blocked { retry_at: self.next_tick.max(now + 1) };
+        };
+        self.guest_swapped_out(vm, &out);
+        let a = match t {
+            GuestTouch::Resident(p) => return self.access(vm, p, write, now),
+            GuestTouch::Fresh(p) => self.access(vm, p, Some(write.unwrap_or(ZERO_CONTENT)), now),
+            GuestTouch::SwapIn { ppn, content } => self.access(vm, ppn, Some(write.unwrap_or(content)), now),
+        };
+        if let Access::Blocked { .. } = a {
+            self.vms[vm as usize].guest.as_mut().expect("a guest").undo_touch(vpn, t);
+            return a;
+        }
+        let GuestTouch::SwapIn { .. } = t else { return a };
+        // the read from the guest's virtual disk
+        let stall = match a {
+            Access::Fault { stall_ns } => stall_ns,
+            Access::Hit => 0,
+            // the page ESX had swapped is read first; the guest's own read is not waited for
+            // (a known gap)
+            other => return other,
+        };
+        match self.swap.as_mut() {
+            Some(dev) => {
+                let until = dev.read(vm, now) + stall;
+                self.vms[vm as usize].guest.as_mut().expect("a guest").c.swap_wait_ns += until - now;
+                Access::SwapWait { until }
+            }
+            None => {
+                self.swap_requests.push(SwapRequest::GuestRead { vm, vpn });
+                Access::SwapIo
+            }
+        }
+    }
+
+    /// A guest swap-in of VM `vm` completed after the vCPU waited `waited_ns`.
+    pub fn guest_read_done(&mut self, vm: u32, waited_ns: Time) {
+        if let Some(g) = self.vms[vm as usize].guest.as_mut() {
+            g.c.swap_wait_ns += waited_ns;
+        }
+    }
+
+    /// The guest OS of `vm`, if modelled.
+    pub fn guest(&self, vm: u32) -> Option<&GuestOs> {
+        self.vms[vm as usize].guest.as_ref()
     }
 
     /// Reclaim up to `n` pages of `vm` by random victims: share, else compress, else swap out.
@@ -975,7 +1112,15 @@ impl MemHost {
         let shared_share = self.charge.charge(vm);
         let zero = self.charge.zero(vm);
         let shrd = pm.count(PageState::Shared);
+        let role = |r: GuestRole| v.guest.as_ref().map_or(0, |g| g.role_pages(r));
+        let mut counters = v.c;
+        counters.guest = v.guest.as_ref().map_or_else(GuestCounters::default, |g| g.c);
         VmMemStats {
+            guest_cache: role(GuestRole::Cache),
+            guest_free: role(GuestRole::Free),
+            guest_anon: role(GuestRole::Anon),
+            guest_kernel: role(GuestRole::Kernel),
+            guest_swapped: v.guest.as_ref().map_or(0, |g| g.swapped_pages()),
             memsz: u64::from(pm.pages()),
             mapped: self.mapped(vm),
             consumed: pm.count(PageState::Regular) as f64 + shared_share + v.cache_quarters as f64 / 4.0,
@@ -991,7 +1136,7 @@ impl MemHost {
             shrd,
             zero,
             shrdsvd: shrd as f64 - shared_share,
-            counters: v.c,
+            counters,
         }
     }
 
@@ -1048,6 +1193,14 @@ impl MemHost {
             for s in super::pmap::STATES {
                 if counts[s as usize] != v.pmap.count(s) {
                     return Err(format!("vm {i}: {s:?} counted {} but recounted {}", v.pmap.count(s), counts[s as usize]));
+                }
+            }
+            if let Some(g) = &v.guest {
+                g.audit().map_err(|e| format!("vm {i}: {e}"))?;
+                for ppn in 0..v.pmap.pages() {
+                    if (v.pmap.state(ppn) == PageState::Ballooned) != (g.role(ppn) == GuestRole::Balloon) {
+                        return Err(format!("vm {i}: PPN {ppn} is {:?} in the pmap and {:?} in the guest", v.pmap.state(ppn), g.role(ppn)));
+                    }
                 }
             }
             if quarters != v.cache_quarters || v.cache_mpns.len() as u64 != quarters.div_ceil(4) {

@@ -21,6 +21,7 @@
 //! Sources: research/memory.md ([S1] Waldspurger, OSDI 2002; [S2] VMware Technical Journal 2013).
 
 pub mod content;
+pub mod guest;
 pub mod charge;
 mod host;
 pub mod params;

@@ -19,6 +19,7 @@
 //! - A workload's touches are uniform over one working set (or round-robin); no hot/cold mix.
 
 use super::content::{ContentSpec, PAGE_BYTES};
+use super::guest::GuestParams;
 use super::params::{MemParams, Preset};
 use crate::sim::{Time, NS_PER_MS};
 use crate::{invalid, VmtwinResult};
@@ -107,6 +108,26 @@ pub struct VmMemorySpec {
     /// datastore of the VM's swap file (`None`: the stand-in device, only without storage)
     #[serde(default)]
     pub swap_datastore: Option<String>,
+    /// the guest OS model ([`crate::mem::guest`]); `None`: the workload touches guest pages
+    /// directly and the balloon takes random pages
+    #[serde(default)]
+    pub guest_os: Option<GuestParams>,
+    /// with storage and a guest OS model, the VM disk the guest swaps to (its own virtual disk)
+    #[serde(default)]
+    pub guest_swap_disk: Option<String>,
+}
+
+impl VmMemorySpec {
+    /// With a guest OS model, the anonymous region's pages: the working set, or all the kernel
+    /// leaves when none is given.
+    pub fn anon_pages(&self, vm_bytes: u64) -> u32 {
+        let pages = pages_of(vm_bytes) as u32;
+        match (self.touch.working_set_bytes, &self.guest_os) {
+            (Some(ws), _) => pages_of(ws) as u32,
+            (None, Some(g)) => pages - g.kernel_pages(pages).min(pages),
+            (None, None) => pages,
+        }
+    }
 }
 
 /// [`ContentSpec`] as the spec spells it.
@@ -237,6 +258,9 @@ impl MemorySpec {
                 );
             }
             ContentSpec::from(&v.content).validate(&format!("{path}.guest_memory.content"))?;
+            if let Some(g) = &v.guest_os {
+                g.validate(&format!("{path}.guest_memory.guest_os"), pages_of(bytes) as u32, v.anon_pages(bytes))?;
+            }
         }
         Ok(())
     }

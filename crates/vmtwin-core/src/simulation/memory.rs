@@ -30,7 +30,16 @@
 //! SZTGT, TCHD, TCHD_W (working set), MCTLSZ, MCTLTGT, SWCUR, SWTGT, SWR/s, SWW/s, ZIP/s,
 //! UNZIP/s, ZIP (compressed MB), CACHEUSD, SHRD, ZERO, SHRDSVD, %SWPWT, COWH/s (copy-on-write
 //! breaks), MEMCPU_ms (CPU charged for scans and compression in the interval); `mem_host`:
-//! PMEM, FREE, the state (0 high, 1 soft, 2 hard, 3 low).
+//! PMEM, FREE, the state (0 high, 1 soft, 2 hard, 3 low); `mem_guest` (VMs with a guest OS
+//! model): the guest's KERNEL, CACHED, FREE, ANON, BALLOON and SWAPPED MB, its SWPIN/s and
+//! SWPOUT/s (pages), %SWPWT (its threads' wait on its own swap-ins, not ESX's), the MB the
+//! balloon took from the free list, page cache and anonymous memory (BLN_*, cumulative), and
+//! double-paged pages (DBLPG, cumulative).
+//!
+//! **Guest OS model.** A VM whose memory section has `guest_os` touches anonymous pages of its
+//! guest ([`crate::mem::guest`]): the guest maps them to guest pages, its balloon driver gives
+//! free, then page-cache, then cold anonymous pages, and it swaps to its own virtual disk (the
+//! VM's disk through the storage queues, else the stand-in device).
 //!
 //! # Known gaps
 //! - A swap wait spanning a sample boundary counts in the interval it started in.
@@ -52,6 +61,8 @@ const PAGES_PER_MB: f64 = 256.0;
 /// A swap I/O token's batch with this bit set is a swap-in, the rest of it the waiting vCPU;
 /// without it, a swap-out batch of the memory subsystem's numbering.
 const SWAP_IN: u32 = 1 << 31;
+/// A swap I/O token's batch with this bit set is the guest OS's own paging to its virtual disk.
+const GUEST: u32 = 1 << 30;
 
 /// Random touches whose pmap slots are prefetched before they are made.
 const PREFETCH_AHEAD: u64 = 8;
@@ -65,6 +76,8 @@ struct Touch {
     write_fraction: f64,
     pattern: TouchPattern,
     cursor: u32,
+    /// through the guest OS model: `start` is 0 and pages are anonymous (guest-virtual) pages
+    guest: bool,
 }
 
 /// A vCPU's memory side: its stream, the fractional touch carried over, and a burst waiting on
@@ -97,12 +110,15 @@ pub(super) struct Memory {
     owed_ns: Vec<u64>,
     /// per VM, its swap file on a datastore (empty: swap goes to the stand-in device)
     swap_files: Vec<Option<SwapFile>>,
+    /// per VM with a guest OS model and storage, the virtual disk its guest swaps to
+    guest_disks: Vec<Option<SwapFile>>,
     /// the VM of each memory index
     vm_of: Vec<u32>,
     prev: Vec<VmMemCounters>,
     last_sample: Time,
     vm_table: Table,
     host_table: Table,
+    guest_table: Table,
 }
 
 fn vm_schema() -> Table {
@@ -135,6 +151,29 @@ fn vm_schema() -> Table {
     ])
 }
 
+/// The guest OS model's view, per VM with one (MB as the guest's `free` shows them; rates in
+/// pages per second as its `vmstat` does).
+fn guest_schema() -> Table {
+    let f = Value::F64(0.0);
+    Table::with_schema(&[
+        ("time_s", f),
+        ("vm_id", Value::U32(0)),
+        ("KERNEL", f),
+        ("CACHED", f),
+        ("FREE", f),
+        ("ANON", f),
+        ("BALLOON", f),
+        ("SWAPPED", f),
+        ("SWPIN/s", f),
+        ("SWPOUT/s", f),
+        ("%SWPWT", f),
+        ("BLN_FREE", f),
+        ("BLN_CACHE", f),
+        ("BLN_ANON", f),
+        ("DBLPG", f),
+    ])
+}
+
 fn host_schema() -> Table {
     let f = Value::F64(0.0);
     Table::with_schema(&[("time_s", f), ("PMEM", f), ("FREE", f), ("state", Value::U32(0))])
@@ -160,9 +199,11 @@ impl Memory {
             .zip(&bytes)
             .map(|(v, &b)| {
                 let t = &v.touch;
+                let guest = v.guest_os.is_some();
                 Touch {
-                    start: pages_of(t.working_set_offset_bytes) as u32,
-                    pages: pages_of(t.working_set_bytes.unwrap_or(b)).max(1) as u32,
+                    start: if guest { 0 } else { pages_of(t.working_set_offset_bytes) as u32 },
+                    pages: if guest { v.anon_pages(b).max(1) } else { pages_of(t.working_set_bytes.unwrap_or(b)).max(1) as u32 },
+                    guest,
                     per_ns: t.pages_per_cpu_s / NS_PER_S as f64,
                     write_fraction: t.write_fraction,
                     pattern: t.pattern,
@@ -180,6 +221,7 @@ impl Memory {
         // with storage, every VM swaps to its swap file (`<vm>.vswp`) on a datastore, through
         // the storage queues; without, to the stand-in
         let mut swap_files = vec![None; n];
+        let mut guest_disks = vec![None; n];
         if let Some(storage) = &sim.storage {
             for (i, v) in spec.vms.iter().enumerate() {
                 let name = &sim.vms[i].name;
@@ -194,6 +236,14 @@ impl Memory {
                     allowed: format!("a datastore with the VM's swap file '{file}' among the storage section's disks"),
                 })?;
                 swap_files[i] = Some(SwapFile { disk, span_bytes: bytes[i], write_cursor: 0 });
+                if v.guest_os.is_some() {
+                    let path = format!("vms[{i}].guest_memory.guest_os");
+                    let Some(d) = &v.guest_swap_disk else {
+                        crate::invalid!(path, "no virtual disk", "a VM with a disk in the storage section (with storage, the guest swaps to its own virtual disk)");
+                    };
+                    let disk = storage.disk(d).map_err(|_| crate::VmtwinError::InvalidScenario { path, value: d.clone(), allowed: "one of the storage section's disks".into() })?;
+                    guest_disks[i] = Some(SwapFile { disk, span_bytes: bytes[i], write_cursor: 0 });
+                }
             }
         } else if let Some(i) = spec.vms.iter().position(|v| v.swap_datastore.is_some()) {
             crate::invalid!(
@@ -210,11 +260,13 @@ impl Memory {
             vcpus,
             owed_ns: vec![0; n],
             swap_files,
+            guest_disks,
             vm_of: Vec::new(),
             prev: vec![VmMemCounters::default(); n],
             last_sample: 0,
             vm_table: vm_schema(),
             host_table: host_schema(),
+            guest_table: guest_schema(),
         })
     }
 
@@ -230,7 +282,7 @@ impl Memory {
         let mut stall = 0;
         // random touches miss the cache: a copy of the vCPU's stream runs PREFETCH_AHEAD touches
         // ahead, drawing the same numbers, and prefetches those pages' pmap slots
-        let mut ahead = (self.touch[vm].pattern == TouchPattern::Random).then(|| self.vcpus[vc].rng.clone());
+        let mut ahead = (self.touch[vm].pattern == TouchPattern::Random && !self.touch[vm].guest).then(|| self.vcpus[vc].rng.clone());
         let mut ahead_n = 0u64;
         for done in 0..n {
             if let Some(a) = ahead.as_mut() {
@@ -256,7 +308,10 @@ impl Memory {
                     }
                 };
             let write = t.write_fraction > 0.0 && g.rng.uniform() < t.write_fraction;
-            let access = if write {
+            let access = if t.guest {
+                let cid = write.then(|| self.host.private_content(mi));
+                self.host.guest_access(mi, ppn, cid, now)
+            } else if write {
                 let cid = self.host.private_content(mi);
                 self.host.write(mi, ppn, cid, now)
             } else {
@@ -302,11 +357,17 @@ impl Simulation {
         s.overhead_pages = pages_of(v.overhead_bytes) as u32;
         s.balloon_driver = v.balloon_driver;
         s.content = (&v.content).into();
+        s.guest = v.guest_os;
+        s.anon_pages = v.anon_pages(self.spec.vms[vm as usize].memory_bytes);
         s.home_node = if home == crate::cpu::NONE { 0 } else { home };
         if let Some(path) = &v.image {
             s.image = Some(MemoryImage::read(std::path::Path::new(path))?);
         }
-        let boot = ((v.content.os_fraction + v.content.app_fraction).min(1.0) * f64::from(pages)) as u32;
+        // with a guest OS model, what it booted: its kernel and boot page cache
+        let boot = match &v.guest_os {
+            Some(g) => (g.kernel_pages(pages) + pages_of(g.boot_cache_bytes) as u32).min(pages),
+            None => ((v.content.os_fraction + v.content.app_fraction).min(1.0) * f64::from(pages)) as u32,
+        };
         let mi = mem.host.power_on(s)?;
         mem.index[vm as usize] = Some(mi);
         mem.vm_of.push(vm);
@@ -369,9 +430,25 @@ impl Simulation {
                     mem.vcpus[v as usize].swap_issued = t;
                     (vm, Op::Read, u64::from(ppn) * PAGE_BYTES as u64, PAGE_BYTES as u64, SWAP_IN | v)
                 }
+                SwapRequest::GuestWrite { vm, pages } => {
+                    let f = mem.guest_disks[mem.vm_of[vm as usize] as usize].as_mut().expect("a guest OS model has its disk with storage");
+                    let len = u64::from(pages) * PAGE_BYTES as u64;
+                    if f.write_cursor + len > f.span_bytes {
+                        f.write_cursor = 0;
+                    }
+                    let off = f.write_cursor;
+                    f.write_cursor += len;
+                    (vm, Op::Write, off, len, GUEST)
+                }
+                SwapRequest::GuestRead { vm, vpn } => {
+                    let v = vcpu.expect("a guest swap-in comes from a vCPU's touch");
+                    mem.vcpus[v as usize].swap_issued = t;
+                    (vm, Op::Read, u64::from(vpn) * PAGE_BYTES as u64, PAGE_BYTES as u64, SWAP_IN | GUEST | v)
+                }
             };
             let vm = mem.vm_of[mi as usize];
-            let disk = mem.swap_files[vm as usize].as_ref().expect("every VM has a swap file with storage").disk;
+            let files = if batch & GUEST != 0 { &mem.guest_disks } else { &mem.swap_files };
+            let disk = files[vm as usize].as_ref().expect("every VM has a swap file with storage").disk;
             let token = IoToken::Swap { vm, batch }.encode();
             storage.submit(t, disk, op, offset, len as u32, token, post).expect("the swap file is a disk of the stack");
         }
@@ -383,10 +460,16 @@ impl Simulation {
         let mem = self.mem.as_mut().expect("swap I/O comes from the memory subsystem");
         let mi = mem.index[vm as usize].expect("a powered-on VM swaps");
         if batch & SWAP_IN != 0 {
-            let v = batch & !SWAP_IN;
+            let v = batch & !(SWAP_IN | GUEST);
             let waited = t - mem.vcpus[v as usize].swap_issued;
-            mem.host.swap_read_done(mi, waited);
+            if batch & GUEST != 0 {
+                mem.host.guest_read_done(mi, waited);
+            } else {
+                mem.host.swap_read_done(mi, waited);
+            }
             self.mem_resume(v, t);
+        } else if batch & GUEST != 0 {
+            // the guest's swap-out reached its virtual disk: nothing waits for it
         } else {
             mem.host.swap_write_done(batch);
         }
@@ -498,6 +581,27 @@ impl Simulation {
                 ("COWH/s", Value::F64(per_s(c.cow_breaks, p.cow_breaks))),
                 ("MEMCPU_ms", Value::F64((c.cpu_ns - p.cpu_ns) as f64 / 1e6)),
             ]);
+            if mem.spec.vms[vm].guest_os.is_some() {
+                let (g, q) = (c.guest, p.guest);
+                let gwait = if interval_s > 0.0 { 100.0 * (g.swap_wait_ns - q.swap_wait_ns) as f64 / (interval_s * NS_PER_S as f64) } else { 0.0 };
+                mem.guest_table.push_row(&[
+                    ("time_s", Value::F64(t)),
+                    ("vm_id", Value::U32(vm as u32)),
+                    ("KERNEL", Value::F64(mb(s.guest_kernel as f64))),
+                    ("CACHED", Value::F64(mb(s.guest_cache as f64))),
+                    ("FREE", Value::F64(mb(s.guest_free as f64))),
+                    ("ANON", Value::F64(mb(s.guest_anon as f64))),
+                    ("BALLOON", Value::F64(mb(s.mctlsz as f64))),
+                    ("SWAPPED", Value::F64(mb(s.guest_swapped as f64))),
+                    ("SWPIN/s", Value::F64(per_s(g.swap_in, q.swap_in))),
+                    ("SWPOUT/s", Value::F64(per_s(g.swap_out, q.swap_out))),
+                    ("%SWPWT", Value::F64(gwait)),
+                    ("BLN_FREE", Value::F64(mb(g.balloon_free as f64))),
+                    ("BLN_CACHE", Value::F64(mb(g.balloon_cache as f64))),
+                    ("BLN_ANON", Value::F64(mb(g.balloon_anon as f64))),
+                    ("DBLPG", Value::F64(g.double_paging as f64)),
+                ]);
+            }
         }
         mem.host_table.push_row(&[
             ("time_s", Value::F64(t)),
@@ -509,12 +613,24 @@ impl Simulation {
 
     /// The memory tables, when memory is modelled.
     pub(super) fn mem_tables(&self) -> Vec<(&'static str, &Table)> {
-        self.mem.as_ref().map_or(Vec::new(), |m| vec![("mem", &m.vm_table), ("mem_host", &m.host_table)])
+        self.mem.as_ref().map_or(Vec::new(), |m| {
+            let mut v = vec![("mem", &m.vm_table), ("mem_host", &m.host_table)];
+            if m.spec.vms.iter().any(|v| v.guest_os.is_some()) {
+                v.push(("mem_guest", &m.guest_table));
+            }
+            v
+        })
     }
 
     /// The memory tables' rows since the last drain.
     pub(super) fn drain_mem_tables(&mut self) -> Vec<(&'static str, Table)> {
-        self.mem.as_mut().map_or(Vec::new(), |m| vec![("mem", m.vm_table.take()), ("mem_host", m.host_table.take())])
+        self.mem.as_mut().map_or(Vec::new(), |m| {
+            let mut v = vec![("mem", m.vm_table.take()), ("mem_host", m.host_table.take())];
+            if m.spec.vms.iter().any(|v| v.guest_os.is_some()) {
+                v.push(("mem_guest", m.guest_table.take()));
+            }
+            v
+        })
     }
 
     /// The memory subsystem, when the scenario models memory (tests and tools read its state).
