@@ -26,11 +26,10 @@ NUMA by the remote share it leaves out.
 from __future__ import annotations
 
 from vmtwin.reproduce.base import Experiment, Row
-from vmtwin.reproduce.cpu_esx import Version, run, vm
+from vmtwin.reproduce.cpu_esx import RUN, Version, run, vm
 from vmtwin.scenario import CpuScheduler, Host
 from vmtwin.scenario.perf import PerfMachine
 
-RUN = "20s"
 RATIO_TOL = 0.03
 HOST3_MHZ = 3000
 HOST4_MHZ = 2400
