@@ -421,17 +421,14 @@ impl EventQueue {
             }
             // `first < armed <= slots`, so the padding holds all four children
             let kids: &[u128; ARITY] = self.timers[first..first + ARITY].try_into().expect("padded");
-            let mut mk = kids[0];
-            let mut m = first;
-            for (c, &k) in kids.iter().enumerate().skip(1) {
-                if k < mk {
-                    mk = k;
-                    m = first + c;
-                }
-            }
+            // the least child by a tree of branch-free minimums; keys are unique (seq), and
+            // carry their slot, whose `pos` says where the least one sits
+            const _: () = assert!(ARITY == 4, "the minimum below takes four children");
+            let mk = kids[0].min(kids[1]).min(kids[2].min(kids[3]));
             if key <= mk {
                 break;
             }
+            let m = self.pos[slot_of(mk) as usize] as usize;
             self.timers[i] = mk;
             self.pos[slot_of(mk) as usize] = i as u32;
             i = m;
