@@ -4,6 +4,9 @@ and extended fairness (``extended_fairness``) against B6's three VMs with the sw
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -143,12 +146,10 @@ def test_indicator_rows_agree_with_the_values_they_judge(rows):
     assert all("no scheduler cells" in r.note for r in b8 if r.series == "Fig 12 specjbb" and "cell 8" not in r.metric)
 
 
-DOC = __import__("pathlib").Path(__file__).resolve().parents[3] / "docs" / "reproduce-cpu.md"
+DOC = Path(__file__).resolve().parents[3] / "docs" / "reproduce-cpu.md"
 
 
 def test_doc_yaml_runs_and_evens_the_three_vms():
-    import re
-
     from vmtwin.methodology.throughput import work_rate
     from vmtwin.scenario.loading import parse_scenario
     from vmtwin.simulation import Simulation
