@@ -100,7 +100,7 @@ impl Pct {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn cells(&self, c: &mut impl Cells) {
         c.f64("%USED", self.used);
         c.f64("%RUN", self.run);
