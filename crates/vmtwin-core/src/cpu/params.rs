@@ -2,7 +2,9 @@
 
 use super::cosched::CoschedMode;
 use crate::sim::{Time, NS_PER_MS, NS_PER_S, NS_PER_US};
+use crate::hw::{HtSharing, DEFAULT_HT_CORE_GAIN};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// Scheduler tunables. Every field name carries its unit.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -110,6 +112,36 @@ pub struct CpuSchedParams {
     /// (0, 1]. Default 0.9
     /// (research/cpu.md C19: the paper's 95% example is throttled; "high" is all it says).
     pub migration_throttle_share: f64,
+    /// Hyperthreading (research/cpu.md A6.2, A6.7), a switch (dimensionless): on a host with
+    /// `threads_per_core: 2` the scheduler runs a vCPU on each hardware thread (each a pCPU, as
+    /// esxtop counts them), a thread whose sibling is busy runs at `(1 + ht_core_gain) / 2` of a
+    /// core and is charged `ht_used_charge` of its time in %USED. Off, or on a one-thread host:
+    /// one vCPU per core, the second thread unused (the BIOS setting off). Default on, as ESX
+    /// uses HT when the hardware has it (`docs/hyperthreading.md`).
+    pub hyperthreading: bool,
+    /// Extra throughput of a core whose two threads are both busy, dimensionless in [0, 1]:
+    /// each thread then does `(1 + gain) / 2` of a core's work. Default 0.25 ([X]: Intel's "up
+    /// to 30%"; the paper gives no factor, research/cpu.md A6.7), the execution-speed model's
+    /// `ht_core_gain` default.
+    pub ht_core_gain: f64,
+    /// The share of its wall time a vCPU on a thread whose sibling is busy is charged in %USED,
+    /// dimensionless in (0, 1]. Default 0.5: esxtop's rule, each of two busy threads shows 50%
+    /// PCPU USED (research/cpu.md C22 [X]).
+    pub ht_used_charge: f64,
+    /// Place a waking vCPU on a whole idle core (both threads idle) before an idle thread whose
+    /// sibling is busy, at each distance, and let a core that goes wholly idle take a vCPU off a
+    /// core whose two threads both run (research/cpu.md A6.2, C21), a switch (dimensionless).
+    /// Off: any idle thread is as good as another. Default on.
+    pub ht_whole_core_first: bool,
+    /// HT compensation (research/cpu.md A6.7), a switch (dimensionless): at the end of a slice
+    /// on a whole core, the vCPU there swaps places with the running vCPU on a partial core that
+    /// is furthest behind it in virtual time (by more than `wake_preempt_margin_ns`), so that a
+    /// vCPU stuck on a busy core is "scheduled on a whole core to be compensated for the lost
+    /// time". Default on.
+    pub ht_compensation: bool,
+    /// `sched.cpu.htsharing` per VM, by VM name: `any` (the default for VMs not listed),
+    /// `internal` or `none` (`hw::HtSharing`).
+    pub ht_sharing: BTreeMap<String, HtSharing>,
 }
 
 impl Default for CpuSchedParams {
@@ -138,6 +170,12 @@ impl Default for CpuSchedParams {
             migrate_cost_node_ns: 1200 * NS_PER_US,
             migration_throttle: false,
             migration_throttle_share: 0.9,
+            hyperthreading: true,
+            ht_core_gain: DEFAULT_HT_CORE_GAIN,
+            ht_used_charge: 0.5,
+            ht_whole_core_first: true,
+            ht_compensation: true,
+            ht_sharing: BTreeMap::new(),
         }
     }
 }
@@ -188,6 +226,12 @@ impl CpuSchedParams {
         }
         if !(self.migration_throttle_share > 0.0 && self.migration_throttle_share <= 1.0) {
             invalid!("cpu_scheduler.migration_throttle_share", self.migration_throttle_share, "a number in (0, 1]");
+        }
+        if !(0.0..=1.0).contains(&self.ht_core_gain) {
+            invalid!("cpu_scheduler.ht_core_gain", self.ht_core_gain, "a number from 0 to 1");
+        }
+        if !(self.ht_used_charge > 0.0 && self.ht_used_charge <= 1.0) {
+            invalid!("cpu_scheduler.ht_used_charge", self.ht_used_charge, "a number in (0, 1]");
         }
         if matches!(self.cosched_mode, CoschedMode::Strict | CoschedMode::Relaxed3x) {
             invalid!("cpu_scheduler.cosched", "strict/relaxed-3x", "off or relaxed-4x (the engine simulates ESX 4's rule; ESX 2.x and 3.x gang co-start is not simulated yet)");

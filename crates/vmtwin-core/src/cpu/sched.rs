@@ -85,6 +85,8 @@
 //! - Near 100% load, finite runs end with work still queued in the guests: usage then trails
 //!   the max-min allocation by that backlog, as any queue near saturation does.
 
+mod ht;
+
 use super::clock::FairClock;
 use super::cosched::{blocked, next_block_in, CoschedMode, Siblings};
 use super::limit::{TokenBucket, LIMIT_BORROW_NS};
@@ -189,6 +191,8 @@ pub struct Vcpu {
     pub time_ns: [u64; STATES],
     /// cumulative charged ns (%USED)
     pub used_ns: u64,
+    /// cumulative run ns on a thread whose hyperthread sibling was busy (`sched/ht.rs`)
+    pub ht_ns: u64,
     /// virtual time: sum of run time / weight
     pub key: f64,
     /// scheduling weight in pCPUs
@@ -380,6 +384,8 @@ pub struct CpuSched {
     node_vcpus: Vec<usize>,
     /// when the NUMA balancer last ran
     last_rebalance: Time,
+    /// hyperthreading state (`sched/ht.rs`)
+    ht: ht::Ht,
     /// extended fairness: per VM, co-runners summed over entitlement updates; when it last
     /// chose; the (crowded, favoured) running vCPUs to swap at the next slice end of either
     crowd: Vec<f64>,
@@ -391,7 +397,8 @@ impl CpuSched {
     /// A scheduler for `topo` with VMs of the given vCPU counts, all powered off. It schedules
     /// on one thread per core (capacity is cores until hyperthreading is modelled).
     pub fn new(topo: &Topology, params: CpuSchedParams, vcpus_per_vm: &[u32]) -> Self {
-        let cores: Vec<_> = topo.pcpus.iter().filter(|p| p.thread == 0).copied().collect();
+        let ht_on = params.hyperthreading && topo.threads_per_core == 2;
+        let cores: Vec<_> = topo.pcpus.iter().filter(|p| ht_on || p.thread == 0).copied().collect();
         let n = cores.len();
         let mut vcpus = Vec::new();
         for (vm, &k) in vcpus_per_vm.iter().enumerate() {
@@ -402,6 +409,7 @@ impl CpuSched {
                     since: 0,
                     time_ns: [0; STATES],
                     used_ns: 0,
+                    ht_ns: 0,
                     key: 0.0,
                     weight: 1.0,
                     inv_weight: 1.0,
@@ -474,6 +482,7 @@ impl CpuSched {
             vm_home: vec![NONE; vcpus_per_vm.len()],
             node_vcpus: vec![0; node_count],
             last_rebalance: 0,
+            ht: ht::Ht::new(ht_on, n, crate::hw::thread_speed(params.ht_core_gain), params.ht_used_charge, vcpus_per_vm),
             crowd: vec![0.0; vcpus_per_vm.len()],
             last_fairness: 0,
             fair_pair: None,
@@ -560,6 +569,9 @@ impl CpuSched {
 
     /// Bring every vCPU's counters up to `now` without changing any state (for sampling).
     pub fn account_all(&mut self, now: Time) {
+        if self.ht.on {
+            self.ht_settle_all(now);
+        }
         for v in 0..self.vcpus.len() as u32 {
             let s = self.vcpus[v as usize].state;
             self.set_state(v, now, s);
@@ -863,6 +875,12 @@ impl CpuSched {
                 self.start(target, v, now, q);
                 return;
             }
+            if self.ht.on {
+                // idle threads it may not share a core on (htsharing): the victim scan below
+                // expects every pCPU of the LLC busy, so it waits in its queue
+                self.enqueue(last, v);
+                return;
+            }
         }
         if !may_preempt {
             self.enqueue(last, v);
@@ -955,6 +973,9 @@ impl CpuSched {
     /// With `numa_confine`, only pCPUs of its home node qualify, and there may be none
     /// ([`NONE`]).
     fn idle_pcpu_near(&self, v: u32, last: u32) -> u32 {
+        if self.ht.on {
+            return self.ht_idle_near(v, last);
+        }
         if self.params.llc_balance && self.params.llc_aware {
             return self.idle_pcpu_balanced(v, last);
         }
@@ -1071,6 +1092,9 @@ impl CpuSched {
             self.idle[p as usize] = true;
             self.idle_count += 1;
             q.cancel_timer(p);
+            if self.ht.on {
+                self.ht_went_idle(p, now, q);
+            }
         }
     }
 
@@ -1088,11 +1112,13 @@ impl CpuSched {
         }
         self.stats.dispatches += 1;
         let vc = &mut self.vcpus[v as usize];
-        let mut slice = self.params.quantum_ns.min(vc.work_left);
+        // the quantum and the limits bound the slice; the burst's work ends it sooner
+        let mut slice = self.params.quantum_ns;
         if vc.limited | vc.cosched {
             slice = self.start_bound(v, slice);
         }
         let vc = &self.vcpus[v as usize];
+        let work = vc.work_left;
         let (run_key, run_inv_weight, run_guard, run_alloc, run_vm) = (vc.key, vc.inv_weight, vc.guard, vc.alloc, vc.vm);
         self.clock.run_from(now);
         let pc = &mut self.pcpus[p as usize];
@@ -1104,7 +1130,10 @@ impl CpuSched {
         pc.run_guard = run_guard;
         pc.run_alloc = run_alloc;
         pc.run_vm = run_vm;
-        q.set_timer(p, now + slice, Event::SliceEnd { pcpu: p });
+        q.set_timer(p, now + slice.min(work), Event::SliceEnd { pcpu: p });
+        if self.ht.on {
+            self.ht_start(p, v, slice, now, q);
+        }
     }
 
     /// Count `v`'s move from its last pCPU to `p` at every level it crosses, and make `p` its
@@ -1181,6 +1210,10 @@ impl CpuSched {
     /// timer is cancelled in `dispatch`.
     #[inline(always)]
     fn stop(&mut self, p: u32, now: Time) -> u32 {
+        if self.ht.on {
+            // the slice so far at its rate; `ran` below is then 0
+            self.ht_settle(p, now);
+        }
         let pc = &mut self.pcpus[p as usize];
         let v = pc.running;
         let ran = now - pc.slice_start;
@@ -1706,6 +1739,9 @@ impl CpuSched {
     /// fair clock reads zero; the run queues, the clock's sums and the limiters' active weights
     /// are rebuilt from scratch, which also clears their float drift.
     pub fn set_weights(&mut self, now: Time, share: impl Fn(u32) -> VcpuShare) {
+        if self.ht.on {
+            self.ht_settle_all(now);
+        }
         let clock = self.clock.value(now);
         // charge running vCPUs up to now, so that every key is current (the clock's sums are
         // rebuilt below)
@@ -1759,6 +1795,9 @@ impl CpuSched {
                 pc.run_guard = vc.guard;
                 pc.run_alloc = vc.alloc;
             }
+        }
+        if self.ht.on {
+            self.ht_rekey_running(now);
         }
         let vcpus = &self.vcpus;
         self.queues.rekey(|v| vcpus[v as usize].key);

@@ -157,6 +157,7 @@ impl Simulation {
         }
         let vcpus_per_vm: Vec<u32> = vms.iter().map(|v| v.vcpus).collect();
         let mut sched = CpuSched::new(&topo, spec.cpu_sched.clone(), &vcpus_per_vm);
+        sched.apply_ht_sharing(&vms.iter().map(|v| v.name.as_str()).collect::<Vec<_>>())?;
         for (id, pool) in pools.pools.iter().enumerate() {
             if let Some(limit) = pool.limit_mhz {
                 sched.add_pool_limit(limit, &pools.vms_below(id as u32));
