@@ -155,6 +155,11 @@ TABLE_COLUMNS: dict[str, list[str]] = {
         "%SWPWT", "COWH/s", "MEMCPU_ms",
     ],
     "mem_host": ["time_s", "PMEM", "FREE", "state"],
+    # the guest OS model's view (VMs with guest_memory.guest_os; docs/memory.md)
+    "mem_guest": [
+        "time_s", "vm", "vm_id", "KERNEL", "CACHED", "FREE", "ANON", "BALLOON", "SWAPPED", "SWPIN/s", "SWPOUT/s",
+        "%SWPWT", "BLN_FREE", "BLN_CACHE", "BLN_ANON", "DBLPG",
+    ],
     # storage (docs/storage.md): esxtop's disk views per VM disk, LUN, path and adapter; the name
     # columns are added from the spec beside their index columns (vmtwin.scenario.storage)
     "disk": ["time_s", "vm", "vm_id", "disk", "disk_id", "lun", "lun_id", *_ESXTOP_DISK],

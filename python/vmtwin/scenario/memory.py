@@ -29,6 +29,7 @@ one of its datastores.
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Optional, Union
@@ -141,6 +142,21 @@ class Content(_Model):
     zero_fraction: Unit = Field(0.0, description="Fraction of the other pages that are zero.")
 
 
+class GuestOs(_Model):
+    """The guest OS model: kernel sized from configured memory, page cache, free list and the
+    workload's anonymous memory; the balloon takes free, then cache, then cold anonymous pages,
+    and the guest swaps to its own virtual disk (``crates/vmtwin-core/src/mem/guest.rs``)."""
+
+    kernel_base: Bytes = Field("64MB", description="Kernel text, data and boot allocations (a chosen stand-in).")
+    kernel_bytes_per_page: Annotated[float, Strict(), Field(ge=0.0, lt=4096.0)] = Field(
+        64.0, description="Kernel bytes per 4 KiB page of configured memory (Linux's struct page: 64).")
+    boot_cache: Bytes = Field("0B", description="Page cache the guest filled at boot, e.g. '512MB'.")
+
+    def kernel_pages(self, pages: int) -> int:
+        """Kernel pages of a guest of ``pages`` pages (the engine's formula)."""
+        return min(pages, math.ceil((self.kernel_base + self.kernel_bytes_per_page * pages) / PAGE_BYTES))
+
+
 class GuestMemory(_Model):
     """What a VM's guest keeps in memory and how its workload touches it."""
 
@@ -157,6 +173,9 @@ class GuestMemory(_Model):
     overhead: Bytes = Field("32MB", description="The VM's overhead memory (frame buffer, page tables).")
     swap_datastore: Optional[Name] = Field(None, description="Datastore of the VM's swap file (needs a storage "
                                            "section; without one swap goes to the stand-in device).")
+    guest_os: Optional[GuestOs] = Field(None, description="Model the guest OS: the workload's working set is "
+                                        "anonymous memory the guest maps, ballooning takes its free, cached, then "
+                                        "cold pages, and it swaps to its own virtual disk.")
 
 
 def resolve_shares(shares: Union[str, float], memory_bytes: int) -> float:
@@ -207,6 +226,19 @@ def memory_errors(sc: "Scenario") -> Optional[ScenarioError]:
         if g.content.os_fraction + g.content.app_fraction > 1.0:
             return scenario_error(f"vms[{i}].guest_memory.content.app_fraction", g.content.app_fraction,
                                   f"at most 1 - os_fraction = {1.0 - g.content.os_fraction:g}")
+        if g.guest_os is not None:
+            pages = size // PAGE_BYTES
+            kernel = g.guest_os.kernel_pages(pages)
+            cache = -(-g.guest_os.boot_cache // PAGE_BYTES)
+            if kernel + cache >= pages:
+                return scenario_error(f"vms[{i}].guest_memory.guest_os.boot_cache", _fmt(g.guest_os.boot_cache),
+                                      f"less than the {_fmt((pages - kernel) * PAGE_BYTES)} the kernel leaves")
+            if g.working_set is not None and kernel + -(-g.working_set // PAGE_BYTES) > pages:
+                return scenario_error(f"vms[{i}].guest_memory.working_set", _fmt(g.working_set),
+                                      f"at most the {_fmt((pages - kernel) * PAGE_BYTES)} the guest kernel leaves")
+            if storage is not None and not any(d.vm == vm.name for d in storage.disks):
+                return scenario_error(f"vms[{i}].guest_memory.guest_os", "set", "a VM with a disk in the storage "
+                                      "section (with storage, the guest swaps to its own virtual disk)")
         if g.swap_datastore is not None and g.swap_datastore not in datastores:
             have = ", ".join(datastores) if datastores else "none: the scenario has no storage section"
             return scenario_error(f"vms[{i}].guest_memory.swap_datastore", g.swap_datastore,
@@ -296,8 +328,13 @@ def engine_section(sc: "Scenario") -> dict:
                 "pattern": g.pattern,
             },
             "swap_datastore": datastores[i],
+            "guest_os": None if g.guest_os is None else {
+                "kernel_base_bytes": g.guest_os.kernel_base,
+                "kernel_bytes_per_page": g.guest_os.kernel_bytes_per_page,
+                "boot_cache_bytes": g.guest_os.boot_cache,
+            },
         }
-        vms.extend([entry] * vm.count)
+        vms.extend({**entry, "guest_swap_disk": None} for _ in range(vm.count))
         if datastores[i] is not None:
             swap_disks += [{"name": f"{inst}.vswp", "vm": inst, "lun": datastores[i], "shares": SWAP_FILE_SHARES,
                             "span_bytes": vm.memory, "offset_bytes": 0} for inst in vm.expanded_names()]
@@ -307,5 +344,10 @@ def engine_section(sc: "Scenario") -> dict:
     from vmtwin.scenario import storage as _storage
 
     st = _storage.to_engine(sc)
+    # a guest OS model swaps to the VM's own first disk
+    names = [n for vm in sc.vms for n in vm.expanded_names()]
+    for name, entry in zip(names, vms):
+        if entry["guest_os"] is not None:
+            entry["guest_swap_disk"] = next(d["name"] for d in st["disks"] if d["vm"] == name)
     st["disks"] = st["disks"] + swap_disks
     return {"memory": out, "storage": st}

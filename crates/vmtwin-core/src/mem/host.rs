@@ -830,7 +830,15 @@ impl MemHost {
         let a = match t {
             GuestTouch::Resident(p) => return self.access(vm, p, write, now),
             GuestTouch::Fresh(p) => self.access(vm, p, Some(write.unwrap_or(ZERO_CONTENT)), now),
-            GuestTouch::SwapIn { ppn, content } => self.access(vm, ppn, Some(write.unwrap_or(content)), now),
+            GuestTouch::SwapIn { ppn, content } => {
+                // the guest's disk read overwrites the whole page (ESX performs the virtual
+                // disk's DMA): whatever ESX swapped or compressed there is discarded, not read
+                if matches!(self.vms[vm as usize].pmap.state(ppn), PageState::Swapped | PageState::Compressed) {
+                    self.unback(vm, ppn);
+                    self.vms[vm as usize].pmap.set(ppn, PageState::Deflated, 0);
+                }
+                self.access(vm, ppn, Some(write.unwrap_or(content)), now)
+            }
         };
         if let Access::Blocked { .. } = a {
             self.vms[vm as usize].guest.as_mut().expect("a guest").undo_touch(vpn, t);
@@ -841,8 +849,7 @@ impl MemHost {
         let stall = match a {
             Access::Fault { stall_ns } => stall_ns,
             Access::Hit => 0,
-            // the page ESX had swapped is read first; the guest's own read is not waited for
-            // (a known gap)
+            // a blocked allocation was undone above; a swap-in cannot happen on an overwrite
             other => return other,
         };
         match self.swap.as_mut() {
