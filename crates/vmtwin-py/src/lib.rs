@@ -1,5 +1,6 @@
 //! PyO3 bindings of vmtwin-core: thin wrappers only, no engine logic.
 
+mod batch;
 mod engine;
 mod error;
 mod exceptions;
@@ -11,6 +12,7 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<simulation::PySimulation>()?;
+    m.add_function(wrap_pyfunction!(batch::run_fluid_hosts, m)?)?;
     exceptions::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -9,7 +9,11 @@ host's results do not depend on which other hosts exist. The runs go to a local 
 (the sweep's, :mod:`vmtwin.sweep.runner`), one task per host; their tables come back in the
 hosts' order and are streamed into one results folder with a ``host`` column (and ``vm_id``
 numbering the cluster's VMs host after host), so the folder is byte-identical whatever the
-number of workers.
+number of workers. In fluid mode a host is far cheaper to simulate than to hand to a process
+and convert on its own, so the hosts go to the engine :data:`FLUID_BATCH_HOSTS` at a time
+(``vmtwin._core.run_fluid_hosts``, ``vmtwin_core::fluid::run_hosts``: the same one-host engine
+per host, on ``workers`` threads, the tables joined there with a host index): the same rows,
+tables and folder as running the hosts one by one.
 
 The folder holds the usual tables (``host``, ``vm``, ``vcpu``, ``pcpu``; rows host by host, in
 the clusters' order, each host's rows in time order), ``placement`` (one row per VM: cluster,
@@ -25,7 +29,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Iterator, Optional, Union
 
 import numpy as np
 import pyarrow as pa
@@ -345,6 +349,68 @@ def _results(jobs: list[tuple[str, dict]], workers: int, progress: Progress):
         pool.shutdown(wait=True)
 
 
+#: Keys of a host's entry in the manifest's ``hosts``.
+_HOST_FACTS = ("cluster", "host", "seed", "vms", "event_count", "wall_time_s", "sched_stats", "log")
+
+#: Hosts per engine call in fluid mode: their tables are held in memory until written, and
+#: Ctrl-C is seen between calls. The PlanetLab day's 800 hosts make 4 calls of about 0.1 s.
+FLUID_BATCH_HOSTS = 256
+
+Written = tuple[dict[str, pa.Table], list[dict[str, Any]]]  # tables with the host column; hosts' facts
+
+
+def _one_by_one(hosts: list[HostRun], results) -> Iterator[Written]:
+    """Per host (event mode): its tables with the host column and the cluster's ``vm_id``, and its facts."""
+    from vmtwin.results import with_host_column
+
+    first_id = 0  # vm_id across the cluster: the hosts' VMs numbered one after the other
+    for h, (tables, facts) in zip(hosts, results):
+        out = {name: with_host_column(_shift_vm_ids(table, first_id), h.name) for name, table in tables.items()}
+        first_id += len(h.vms)
+        yield out, [{"cluster": h.cluster, "host": h.name, "seed": h.seed, "vms": h.vms, **facts}]
+
+
+def _fluid_results(hosts: list[HostRun], workers: int, progress: Progress,
+                   engine: Optional[dict[str, float]] = None) -> Iterator[Written]:
+    """Fluid mode: :data:`FLUID_BATCH_HOSTS` hosts per engine call (``vmtwin._core.run_fluid_hosts``,
+    ``workers`` threads), their tables joined there with a host index and ``vm_id`` across them;
+    the same rows and tables as running them one by one."""
+    import json
+
+    from vmtwin import _core
+    from vmtwin.results import HOST_COLUMN, columns_from_engine
+
+    first_id = 0
+    for at in range(0, len(hosts), FLUID_BATCH_HOSTS):
+        chunk = hosts[at:at + FLUID_BATCH_HOSTS]
+        specs = [json.dumps(h.spec, separators=(",", ":")) for h in chunk]
+        start = time.perf_counter()
+        try:
+            raw, facts, params = _core.run_fluid_hosts(specs, workers)
+        except VmtwinError as exc:
+            host = chunk[getattr(exc, "host_index", 0)].name
+            raise type(exc)(f"host {host}: {exc}") from None
+        if engine is not None:
+            engine["wall_s"] += time.perf_counter() - start
+        names = pa.array([h.name for h in chunk], type=pa.string())
+        index = {name: cols.pop(HOST_COLUMN)[1] for name, cols in raw.items()}
+        tables = columns_from_engine(raw, [v for h in chunk for v in h.vms])
+        out: dict[str, pa.Table] = {}
+        for name, table in tables.items():
+            ids = pa.array(np.frombuffer(index[name], dtype="<u4"), type=pa.uint32())
+            at_col = 1 if table.num_columns and table.column_names[0] == "time_s" else 0
+            out[name] = _shift_vm_ids(table, first_id).add_column(at_col, HOST_COLUMN, names.take(ids))
+        first_id += sum(len(h.vms) for h in chunk)
+        params_now = json.loads(params) if params is not None else None
+        yield out, [{"cluster": h.cluster, "host": h.name, "seed": h.seed, "vms": h.vms, "event_count": pieces,
+                     "wall_time_s": round(wall, 6), "params": params_now,
+                     "sched_stats": {"dispatches": 0, "preemptions": 0, "migrations": 0},
+                     "log": [{"time_s": t / 1e9, "message": m} for t, m in log]}
+                    for h, (pieces, wall, log) in zip(chunk, facts)]
+        if progress:
+            progress(min(at + FLUID_BATCH_HOSTS, len(hosts)), len(hosts))
+
+
 def _shift_vm_ids(table: pa.Table, by: int) -> pa.Table:
     """``vm_id`` + ``by``: an engine numbers its host's VMs from 0, the cluster's tables all of them."""
     if by == 0 or "vm_id" not in table.column_names:
@@ -373,7 +439,7 @@ def run_cluster(scenario: Any, out_dir: Union[str, Path], *, workers: Optional[i
         ``out_dir`` exists (without ``force``) or cannot be written.
     """
     from vmtwin import __version__
-    from vmtwin.results import Results, ResultsWriter, check_output_folder, with_host_column
+    from vmtwin.results import Results, ResultsWriter, check_output_folder
 
     workers = workers if workers is not None else (os.cpu_count() or 1)
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
@@ -387,16 +453,17 @@ def run_cluster(scenario: Any, out_dir: Union[str, Path], *, workers: Optional[i
     params: Any = None
     try:
         writer.append("placement", plan.placement)
-        jobs = [(h.name, h.spec) for h in plan.hosts]
-        first_id = 0  # vm_id across the cluster: the hosts' VMs numbered one after the other
-        for h, (tables, facts) in zip(plan.hosts, _results(jobs, workers, progress)):
+        engine = {"wall_s": 0.0}  # fluid: wall time inside the engine calls
+        if sc.fidelity == "fluid":
+            results = _fluid_results(plan.hosts, workers, progress, engine)
+        else:
+            jobs = [(h.name, h.spec) for h in plan.hosts]
+            results = _one_by_one(plan.hosts, _results(jobs, workers, progress))
+        for tables, facts in results:
             for name, table in tables.items():
-                writer.append(name, with_host_column(_shift_vm_ids(table, first_id), h.name))
-            first_id += len(h.vms)
-            params = params if params is not None else facts["params"]
-            hosts_facts.append({"cluster": h.cluster, "host": h.name, "seed": h.seed, "vms": h.vms,
-                                "event_count": facts["event_count"], "wall_time_s": facts["wall_time_s"],
-                                "sched_stats": facts["sched_stats"], "log": facts["log"]})
+                writer.append(name, table)
+            params = params if params is not None else facts[0]["params"]
+            hosts_facts.extend({k: f[k] for k in _HOST_FACTS} for f in facts)
         manifest = {
             "vmtwin_version": __version__,
             "kind": "cluster",
@@ -409,6 +476,7 @@ def run_cluster(scenario: Any, out_dir: Union[str, Path], *, workers: Optional[i
             "simulated_s": sc.duration / 1e9,
             "wall_time_s": round(time.perf_counter() - start, 6),
             "workers": workers,
+            **({"engine_wall_s": round(engine["wall_s"], 6)} if sc.fidelity == "fluid" else {}),
             "event_count": sum(f["event_count"] for f in hosts_facts),
             "hosts": hosts_facts,
             "actions": [],

@@ -1,12 +1,13 @@
 //! The fluid host: its VMs, the piece-by-piece advance and the sampled tables (see `mod.rs`).
 
+use super::cursor::Cursor;
+use super::rows::{f, Cell, Kind, Layout};
 use super::split::{split, Loop};
 use crate::cpu::{check_vm_cpu, CoschedMode, PoolTree, SchedStats, VcpuState, VmClaim, STATES};
 use crate::simulation::check_vm_entry;
 use crate::guest::Workload;
 use crate::hw::Topology;
-use crate::metrics::{Column, Sampler, Table, Value};
-use Value::{F64, U32, U64};
+use crate::metrics::{Sampler, Table};
 use crate::sim::{Time, NS_PER_S};
 use crate::spec::{Arrivals, SimSpec, WorkloadSpec};
 use crate::{invalid, VmtwinError, VmtwinResult};
@@ -39,6 +40,10 @@ struct Vm {
     backlog_ns: f64,
     entitlement_mhz: f64,
     demand_est_mhz: f64,
+    /// where the pieces' demand walk through the trace stands
+    piece_cursor: Cursor,
+    /// the same for the samples' windows
+    sample_cursor: Cursor,
 }
 
 /// A host simulated in fluid mode: the event mode's control API and tables, without events.
@@ -64,6 +69,8 @@ pub struct FluidSim {
     vcpu_table: Table,
     pcpu_table: Table,
     layouts: Layouts,
+    /// one sample's rows before they are appended, column by column
+    scratch: Scratch,
 }
 
 impl FluidSim {
@@ -95,9 +102,14 @@ impl FluidSim {
     }
 
     /// [`FluidSim::new`], asking `keep_going()` every 16 admissions whether to go on.
-    pub fn new_interruptible(spec: SimSpec, keep_going: &mut dyn FnMut() -> bool) -> VmtwinResult<Self> {
+    pub fn new_interruptible(mut spec: SimSpec, keep_going: &mut dyn FnMut() -> bool) -> VmtwinResult<Self> {
         spec.cpu_sched.validate()?;
-        if let Some(section) = beyond_cpu(&spec) {
+        // the VMs, which fluid mode models, are left out of the look: serializing their traces
+        // costs a small host more than its run
+        let vms = std::mem::take(&mut spec.vms);
+        let beyond = beyond_cpu(&spec);
+        spec.vms = vms;
+        if let Some(section) = beyond {
             invalid!(section, "a section", "no such section in fluid mode: it models the CPU only (use fidelity: event)");
         }
         if spec.cpu_sched.cosched_mode != CoschedMode::Off {
@@ -113,6 +125,9 @@ impl FluidSim {
         for (i, v) in spec.vms.iter().enumerate() {
             let path = format!("vms[{i}]");
             let pool = check_vm_entry(&path, v, &topo, &pools, &mut names)?;
+            if let WorkloadSpec::Barrier { .. } = v.workload {
+                invalid!(format!("{path}.workload.kind"), "barrier", "idle, cpu_bound or trace in fluid mode (a barrier acts on bursts; use fidelity: event)");
+            }
             let arrivals = match v.workload {
                 WorkloadSpec::CpuBound { arrivals: Arrivals::Open, .. } => Loop::Open,
                 _ => Loop::Closed,
@@ -132,6 +147,8 @@ impl FluidSim {
                 backlog_ns: 0.0,
                 entitlement_mhz: 0.0,
                 demand_est_mhz: 0.0,
+                piece_cursor: Cursor::default(),
+                sample_cursor: Cursor::default(),
             });
         }
         let mut pools = pools;
@@ -156,12 +173,20 @@ impl FluidSim {
             pieces: 0,
             log: Vec::new(),
             layouts: Layouts::new(&schema),
+            scratch: Scratch::default(),
             host: schema.host,
             vm_table: schema.vm,
             vcpu_table: schema.vcpu,
             pcpu_table: schema.pcpu,
             spec,
         };
+        let samples = (sim.spec.duration_ns / sim.spec.sample_interval_ns).min(RESERVED_SAMPLES) as usize;
+        let rows = |per_sample: usize| (samples * per_sample).min(FLUSH_ROWS + per_sample);
+        let s = &mut sim.scratch;
+        s.host_rows.reserve(rows(1));
+        s.vm_rows.reserve(rows(sim.vms.len()));
+        s.vcpu_rows.reserve(rows(sim.vcpus));
+        s.pcpu_rows.reserve(rows(sim.pcpus as usize));
         for vm in 0..sim.vms.len() {
             if vm % 16 == 0 && !keep_going() {
                 return Err(VmtwinError::Simulation(format!("interrupted while powering on VMs ({vm} of {})", sim.vms.len())));
@@ -228,6 +253,7 @@ impl FluidSim {
 
     /// Move the rows sampled since the last drain out: `host`, `vm`, `vcpu`, `pcpu`.
     pub fn drain_tables(&mut self) -> Vec<(&'static str, Table)> {
+        self.flush();
         vec![
             ("host", self.host.take()),
             ("vm", self.vm_table.take()),
@@ -277,6 +303,13 @@ impl FluidSim {
     /// Advance to `until` (samples due at `until` included), at most `max_pieces` pieces;
     /// `progress(now)` after every sample, false stops early. True when `until` was reached.
     pub fn run_until_bounded(&mut self, until: Time, max_pieces: u64, progress: &mut dyn FnMut(Time) -> bool) -> VmtwinResult<bool> {
+        let done = self.run_pieces(until, max_pieces, progress);
+        self.flush();
+        done
+    }
+
+    /// [`FluidSim::run_until_bounded`] with the sampled rows left in the row buffers.
+    fn run_pieces(&mut self, until: Time, max_pieces: u64, progress: &mut dyn FnMut(Time) -> bool) -> VmtwinResult<bool> {
         if until < self.now {
             return Err(VmtwinError::Simulation(format!("cannot run back to {until} ns: the clock is at {} ns", self.now)));
         }
@@ -328,23 +361,21 @@ impl FluidSim {
         let (from, len) = (self.now, to - self.now);
         let span = len as f64;
         let core = self.core_mhz;
-        // per VM: demand of one vCPU over the piece, a fraction of a pCPU
-        let demand: Vec<f64> = self
-            .vms
-            .iter()
-            .map(|v| match v.powered_on_at {
-                None => 0.0,
-                Some(on) => {
-                    let d = v.workload.demand(from - on, to - on);
-                    (d + v.backlog_ns / span).min(1.0)
-                }
-            })
-            .collect();
-        let claims: Vec<VmClaim> = self
-            .vms
-            .iter()
-            .zip(&demand)
-            .map(|(v, &d)| {
+        // per VM: the workload's demand of one vCPU over the piece, and with an open loop's
+        // backlog (what the water-fill sees), fractions of a pCPU
+        let Scratch { offered, demand, claims, .. } = &mut self.scratch;
+        offered.clear();
+        offered.extend(self.vms.iter_mut().map(|v| match v.powered_on_at {
+            None => 0.0,
+            Some(on) => v.piece_cursor.demand(&v.workload, from - on, to - on),
+        }));
+        demand.clear();
+        demand.extend(self.vms.iter().zip(offered.iter()).map(|(v, &d)| match v.powered_on_at {
+            None => 0.0,
+            Some(_) => (d + v.backlog_ns / span).min(1.0),
+        }));
+        claims.clear();
+        claims.extend(self.vms.iter().zip(demand.iter()).map(|(v, &d)| {
                 let cap = v.vcpus as f64 * core;
                 VmClaim {
                     shares: v.shares,
@@ -354,19 +385,20 @@ impl FluidSim {
                     demand_mhz: d * cap,
                     powered_on: v.powered_on_at.is_some(),
                 }
-            })
-            .collect();
-        let ent = self.pools.entitlements(&claims, self.capacity_mhz);
-        for ((v, e), (&d, c)) in self.vms.iter_mut().zip(&ent).zip(demand.iter().zip(&claims)) {
+        }));
+        let ent = self.pools.entitlements(claims, self.capacity_mhz);
+        for (((v, e), (&d, c)), &w) in self.vms.iter_mut().zip(&ent).zip(demand.iter().zip(claims.iter())).zip(offered.iter()) {
             v.entitlement_mhz = e.mhz;
             v.demand_est_mhz = c.demand_mhz;
-            let Some(on) = v.powered_on_at else { continue };
+            if v.powered_on_at.is_none() {
+                continue;
+            }
             let u = (e.mhz / c.cap_mhz).min(d);
             let short = e.mhz < c.demand_mhz * (1.0 - 1e-12);
             let own_limit = v.limit_mhz.is_some_and(|l| e.mhz >= l as f64 * (1.0 - 1e-9));
             let limited = short && (own_limit || e.share_limit_mhz.is_some());
             if v.arrivals == Loop::Open {
-                let offered = v.workload.demand(from - on, to - on) * span + v.backlog_ns;
+                let offered = w * span + v.backlog_ns;
                 v.backlog_ns = (offered - u * span).max(0.0);
             }
             let f = split(d, u, v.arrivals, limited);
@@ -382,15 +414,15 @@ impl FluidSim {
         self.pieces += 1;
     }
 
-    /// Append one interval's rows, as the event mode's sampler does (`metrics/sampler.rs`).
+    /// Append one interval's rows, as the event mode's sampler does (`metrics/sampler.rs`):
+    /// gathered as cells first, then appended column by column ([`Layout`]).
     fn sample(&mut self) {
         let now = self.now;
-        let t = now as f64 / NS_PER_S as f64;
+        let t = f(now as f64 / NS_PER_S as f64);
         let interval = (now - self.last_sample) as f64;
         let core = self.core_mhz;
         let (mut run_total, mut ready_total, mut on) = (0u64, 0u64, 0u32);
-        self.vm_table.reserve(self.vms.len());
-        self.vcpu_table.reserve(self.vcpus);
+        let Scratch { host_rows, vm_rows, vcpu_rows, pcpu_rows, .. } = &mut self.scratch;
         for (id, v) in self.vms.iter_mut().enumerate() {
             let d: [u64; STATES] = std::array::from_fn(|s| v.time_ns[s] - v.prev_ns[s]);
             v.prev_ns = v.time_ns;
@@ -401,105 +433,107 @@ impl FluidSim {
             }
             on += 1;
             let pct = pct_cells(&d, span);
-            for k in 0..v.vcpus {
-                let ns = [d[RUN], d[READY], d[WAIT], d[IDLE], d[MLMTD], d[COSTOP], d[RUN]].map(U64);
-                self.layouts.vcpu.push(&mut self.vcpu_table, &[&[F64(t), U32(id as u32), U32(k)], &pct, &ns]);
+            let id = id as u64;
+            for k in 0..v.vcpus as u64 {
+                let mut row = [0; VCPU_N];
+                row[..3].copy_from_slice(&[t, id, k]);
+                row[3..11].copy_from_slice(&pct);
+                row[11..].copy_from_slice(&[d[RUN], d[READY], d[WAIT], d[IDLE], d[MLMTD], d[COSTOP], d[RUN]]);
+                vcpu_rows.push(row);
             }
             let n = v.vcpus as u64;
             let sum: [u64; STATES] = std::array::from_fn(|s| d[s] * n);
             run_total += sum[RUN];
             ready_total += sum[READY] + sum[MLMTD];
             let since = self.last_sample.max(on_at);
-            let demand_mhz = v.workload.demand(since - on_at, now - on_at) * v.vcpus as f64 * core;
+            let demand_mhz = v.sample_cursor.demand(&v.workload, since - on_at, now - on_at) * v.vcpus as f64 * core;
             let limit = v.limit_mhz.map_or(f64::NAN, |l| l as f64);
-            let facts = [
-                F64(sum[RUN] as f64 / span * core),
-                F64(v.entitlement_mhz),
-                F64(demand_mhz),
-                F64(v.demand_est_mhz),
-                U32(v.shares),
-                F64(v.reservation_mhz as f64),
-                F64(limit),
-            ];
-            self.layouts.vm.push(&mut self.vm_table, &[&[F64(t), U32(id as u32), U32(v.vcpus)], &pct_cells(&sum, span), &facts]);
+            let mut row = [0; VM_N];
+            row[..3].copy_from_slice(&[t, id, n]);
+            row[3..11].copy_from_slice(&pct_cells(&sum, span));
+            row[11..].copy_from_slice(&[
+                f(sum[RUN] as f64 / span * core),
+                f(v.entitlement_mhz),
+                f(demand_mhz),
+                f(v.demand_est_mhz),
+                v.shares as u64,
+                f(v.reservation_mhz as f64),
+                f(limit),
+            ]);
+            vm_rows.push(row);
         }
         let p = self.pcpus as f64;
-        let util = 100.0 * run_total as f64 / (interval * p);
-        let host = [
-            F64(t),
-            U32(self.pcpus),
-            F64(p * core),
-            F64(run_total as f64 / interval * core),
-            F64(util),
-            F64(util),
-            F64(ready_total as f64 / interval),
-            U32(on),
-        ];
-        self.layouts.host.push(&mut self.host, &[&host]);
-        self.pcpu_table.reserve(self.pcpus as usize);
-        for pc in 0..self.pcpus {
-            self.layouts.pcpu.push(&mut self.pcpu_table, &[&[F64(t), U32(pc), F64(util), F64(util)]]);
-        }
+        let util = f(100.0 * run_total as f64 / (interval * p));
+        let host = [t, self.pcpus as u64, f(p * core), f(run_total as f64 / interval * core), util, util, f(ready_total as f64 / interval), on as u64];
+        host_rows.push(host);
+        pcpu_rows.extend((0..self.pcpus as u64).map(|pc| [t, pc, util, util]));
         self.last_sample = now;
+        if vcpu_rows.len() + pcpu_rows.len() >= FLUSH_ROWS {
+            self.flush();
+        }
+    }
+
+    /// Move the buffered rows into the tables, column by column.
+    fn flush(&mut self) {
+        let Scratch { host_rows, vm_rows, vcpu_rows, pcpu_rows, .. } = &mut self.scratch;
+        self.layouts.host.append(&mut self.host, host_rows);
+        self.layouts.vm.append(&mut self.vm_table, vm_rows);
+        self.layouts.vcpu.append(&mut self.vcpu_table, vcpu_rows);
+        self.layouts.pcpu.append(&mut self.pcpu_table, pcpu_rows);
+        host_rows.clear();
+        vm_rows.clear();
+        vcpu_rows.clear();
+        pcpu_rows.clear();
     }
 }
 
-/// The columns fluid mode writes, per table, in the order `sample` gives their values.
-const HOST_CELLS: &[&str] = &["time_s", "pcpus", "capacity_mhz", "used_mhz", "%PCPU_UTIL", "%PCPU_USED", "ready_vcpus", "powered_on_vms"];
-const PCT_CELLS: [&str; 8] = ["%USED", "%RUN", "%RDY", "%MLMTD", "%WAIT", "%VMWAIT", "%IDLE", "%CSTP"];
-const VM_FACTS: [&str; 7] = ["used_mhz", "entitlement_mhz", "demand_mhz", "demand_est_mhz", "shares", "reservation_mhz", "limit_mhz"];
-const VCPU_NS: [&str; 7] = ["run_ns", "ready_ns", "wait_ns", "idle_ns", "mlmtd_ns", "costop_ns", "used_ns"];
-const PCPU_CELLS: &[&str] = &["time_s", "pcpu", "%PCPU_UTIL", "%PCPU_USED"];
+/// Rows buffered before they are moved into the tables: a host of a few VMs samples a couple
+/// of rows at a time, too few to pay for a pass over every column each sample.
+const FLUSH_ROWS: usize = 1 << 14;
+
+/// Room reused from piece to piece and sample to sample, and the rows sampled but not yet in
+/// the tables (moved there by `flush` when there are [`FLUSH_ROWS`] or a run stops).
+#[derive(Debug, Default)]
+struct Scratch {
+    /// per VM: the workload's demand over the piece (a fraction of a pCPU per vCPU)
+    offered: Vec<f64>,
+    /// per VM: the same with an open loop's backlog, capped at 1
+    demand: Vec<f64>,
+    /// per VM: what the water-fill is given
+    claims: Vec<VmClaim>,
+    host_rows: Vec<[Cell; HOST_N]>,
+    vm_rows: Vec<[Cell; VM_N]>,
+    vcpu_rows: Vec<[Cell; VCPU_N]>,
+    pcpu_rows: Vec<[Cell; PCPU_N]>,
+}
+
+use Kind::{F, U32, U64};
+
+/// The cells fluid mode writes, per table, in the order `sample` gives them.
+const HOST_CELLS: [(&str, Kind); 8] = [
+    ("time_s", F), ("pcpus", U32), ("capacity_mhz", F), ("used_mhz", F), ("%PCPU_UTIL", F), ("%PCPU_USED", F), ("ready_vcpus", F), ("powered_on_vms", U32),
+];
+const PCT_CELLS: [(&str, Kind); 8] = [("%USED", F), ("%RUN", F), ("%RDY", F), ("%MLMTD", F), ("%WAIT", F), ("%VMWAIT", F), ("%IDLE", F), ("%CSTP", F)];
+const VM_HEAD: [(&str, Kind); 3] = [("time_s", F), ("vm_id", U32), ("vcpus", U32)];
+const VM_FACTS: [(&str, Kind); 7] = [("used_mhz", F), ("entitlement_mhz", F), ("demand_mhz", F), ("demand_est_mhz", F), ("shares", U32), ("reservation_mhz", F), ("limit_mhz", F)];
+const VCPU_HEAD: [(&str, Kind); 3] = [("time_s", F), ("vm_id", U32), ("vcpu", U32)];
+const VCPU_NS: [(&str, Kind); 7] = [("run_ns", U64), ("ready_ns", U64), ("wait_ns", U64), ("idle_ns", U64), ("mlmtd_ns", U64), ("costop_ns", U64), ("used_ns", U64)];
+const PCPU_CELLS: [(&str, Kind); 4] = [("time_s", F), ("pcpu", U32), ("%PCPU_UTIL", F), ("%PCPU_USED", F)];
+const VM_N: usize = VM_HEAD.len() + PCT_CELLS.len() + VM_FACTS.len();
+const VCPU_N: usize = VCPU_HEAD.len() + PCT_CELLS.len() + VCPU_NS.len();
+const PCPU_N: usize = PCPU_CELLS.len();
+const HOST_N: usize = HOST_CELLS.len();
 
 /// The esxtop percentages of state deltas `d` over `span` ns, in `PCT_CELLS` order (the
 /// sampler's formulas).
-fn pct_cells(d: &[u64; STATES], span: f64) -> [Value; 8] {
-    let p = |ns: u64| F64(100.0 * ns as f64 / span);
+fn pct_cells(d: &[u64; STATES], span: f64) -> [Cell; 8] {
+    let p = |ns: u64| f(100.0 * ns as f64 / span);
     [p(d[RUN]), p(d[RUN]), p(d[READY] + d[MLMTD]), p(d[MLMTD]), p(d[WAIT] + d[IDLE]), p(d[WAIT]), p(d[IDLE]), p(d[COSTOP])]
 }
 
-/// Where fluid mode's values go in one of the event mode's tables: the table's schema comes
-/// from the event mode's sampler, so a column it gains is written here too, as not derived
-/// (NaN, which the results read as NULL, for a float; 0 for a count), instead of breaking the
-/// row. A column fluid mode writes that the schema has lost is a bug, caught when the layout
-/// is built.
-#[derive(Debug)]
-struct Layout {
-    /// per schema column: the index of fluid mode's value for it, if it has one
-    plan: Vec<Option<usize>>,
-}
-
-impl Layout {
-    fn new(table: &Table, names: &[&str]) -> Self {
-        assert!(names.len() <= MAX_CELLS);
-        for name in names {
-            assert!(table.column(name).is_some(), "fluid mode writes column {name}, which the event mode's table no longer has");
-        }
-        Layout { plan: table.columns.iter().map(|(c, _)| names.iter().position(|n| n == c)).collect() }
-    }
-
-    /// Append one row whose values, in the layout's order, come in `parts`.
-    fn push(&self, table: &mut Table, parts: &[&[Value]]) {
-        let mut row = [F64(0.0); MAX_CELLS];
-        for (slot, v) in row.iter_mut().zip(parts.iter().flat_map(|p| p.iter())) {
-            *slot = *v;
-        }
-        for ((_, col), at) in table.columns.iter_mut().zip(&self.plan) {
-            match (col, at.map(|i| row[i])) {
-                (Column::F64(c), Some(F64(x))) => c.push(x),
-                (Column::U64(c), Some(U64(x))) => c.push(x),
-                (Column::U32(c), Some(U32(x))) => c.push(x),
-                (Column::F64(c), None) => c.push(f64::NAN),
-                (Column::U64(c), None) => c.push(0),
-                (Column::U32(c), None) => c.push(0),
-                (c, Some(x)) => unreachable!("fluid mode gives {x:?} for a {} column", c.dtype()),
-            }
-        }
-    }
-}
-
-/// Most values fluid mode writes in one row.
-const MAX_CELLS: usize = 32;
+/// Samples' worth of rows the row buffers reserve room for when the host is built (the whole
+/// run when shorter, at most [`FLUSH_ROWS`]): one allocation instead of doubling as rows arrive.
+const RESERVED_SAMPLES: u64 = 1024;
 
 /// The layouts of the four tables.
 #[derive(Debug)]
@@ -512,12 +546,12 @@ struct Layouts {
 
 impl Layouts {
     fn new(schema: &Sampler) -> Self {
-        let with = |head: &[&'static str], tail: &[&'static str]| -> Vec<&'static str> { head.iter().chain(PCT_CELLS.iter()).chain(tail).copied().collect() };
+        let cat = |parts: &[&[(&'static str, Kind)]]| -> Vec<(&'static str, Kind)> { parts.concat() };
         Layouts {
-            host: Layout::new(&schema.host, HOST_CELLS),
-            vm: Layout::new(&schema.vm, &with(&["time_s", "vm_id", "vcpus"], &VM_FACTS)),
-            vcpu: Layout::new(&schema.vcpu, &with(&["time_s", "vm_id", "vcpu"], &VCPU_NS)),
-            pcpu: Layout::new(&schema.pcpu, PCPU_CELLS),
+            host: Layout::new(&schema.host, &HOST_CELLS),
+            vm: Layout::new(&schema.vm, &cat(&[&VM_HEAD, &PCT_CELLS, &VM_FACTS])),
+            vcpu: Layout::new(&schema.vcpu, &cat(&[&VCPU_HEAD, &PCT_CELLS, &VCPU_NS])),
+            pcpu: Layout::new(&schema.pcpu, &PCPU_CELLS),
         }
     }
 }

@@ -60,8 +60,12 @@
 //! (the piece's mean demand plus an open-loop backlog), `entitlement_mhz` the allocation of the
 //! last piece. `docs/reference/counters.md` says what fluid mode cannot derive.
 
+mod batch;
+mod cursor;
 mod engine;
+mod rows;
 mod split;
 
+pub use batch::{run_hosts, run_hosts_with, Batch, HostFacts, HOST_INDEX};
 pub use engine::FluidSim;
 pub use split::{split, Fractions, Loop};
