@@ -35,6 +35,9 @@ unit, default and source is in ``storage/params.rs``).
       events:
         - {at: 30s, datastore: ds1, path: 0, action: down}
         - {at: 60s, datastore: ds1, path: 0, action: up}
+        - {at: 90s, datastore: ds1, action: adaptive_off}          # the esxcli knob
+        - {at: 120s, datastore: ds1, action: set_psp, psp: {policy: round_robin, iops: 1}}
+        - {at: 150s, datastore: ds1, action: set_iops, iops: 1000}
 
 A disk's engine name is ``<vm>:<name>`` (``name`` defaults to ``scsi0:0``), e.g. ``web-1:scsi0:0``.
 Datastore names are what a VM's swap file names (the memory section).
@@ -44,7 +47,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Literal, Optional, Union
 
-from pydantic import Field, Strict
+from pydantic import Field, Strict, field_validator
 
 from vmtwin.exceptions import scenario_error
 from vmtwin.scenario.fields import Bytes, Name, Nanos, PosInt, Shares, VM_SHARES_PER_VCPU, _Model
@@ -60,6 +63,9 @@ Count = Annotated[int, Strict(), Field(ge=1, le=1 << 20)]
 DISK_SHARES = VM_SHARES_PER_VCPU
 #: Default disk name under its VM (the first disk of the first SCSI controller).
 DEFAULT_DISK_NAME = "scsi0:0"
+#: A virtual disk's queue depth at its virtual adapter, requests: PVSCSI's default per device
+#: ([ext] VMware KB 2053145; LSI Logic SAS has 32).
+VIRTUAL_DISK_QUEUE_DEPTH = 64
 #: FileBench presets Kraft et al. measured (engine: BatchWorkload::filebench).
 FILEBENCH_PRESETS = {"file": (59.0, 5.07, 151), "web": (92.0, 5.79, 141), "mail": (39.0, 5.49, 149)}
 
@@ -214,6 +220,8 @@ class Disk(_Model):
     shares: Shares = Field("normal", description="Disk shares: low|normal|high (500/1000/2000) or an integer.")
     size: Bytes = Field("10GB", description="The disk's span on the LUN.")
     offset: Bytes = Field("0B", description="Where the span starts on the LUN.")
+    queue_depth: Count = Field(VIRTUAL_DISK_QUEUE_DEPTH, description="The virtual adapter's queue depth for the disk; "
+                               "requests beyond it wait in the guest (default 64, PVSCSI's).")
     workload: Optional[IoWorkload] = Field(None, description="I/O generated on this disk: iometer, poisson or filebench.")
     vcpu_io: Optional[VcpuIo] = Field(None, description="The VM's vCPUs wait for synchronous I/O on this disk.")
 
@@ -225,6 +233,37 @@ class PathEvent(_Model):
     datastore: Name = Field(description="The datastore.")
     path: Annotated[int, Strict(), Field(ge=0)] = Field(description="Index of the path among the datastore's paths.")
     action: Literal["down", "up"] = Field(description="down (fails) or up (comes back).")
+
+
+class PolicyEvent(_Model):
+    """A new path selection policy (``esxcli storage nmp device set --psp``)."""
+
+    at: Nanos = Field(description="When, from the start of the run.")
+    datastore: Name = Field(description="The datastore.")
+    action: Literal["set_psp"] = Field(description="set_psp.")
+    psp: Psp = Field(description="The new policy with its settings, as a datastore's psp.")
+
+
+class IopsEvent(_Model):
+    """RR's switch count (``esxcli storage nmp psp roundrobin deviceconfig set --type=iops --iops=N``)."""
+
+    at: Nanos = Field(description="When, from the start of the run.")
+    datastore: Name = Field(description="The datastore (on round_robin or adaptive then).")
+    action: Literal["set_iops"] = Field(description="set_iops.")
+    iops: Count = Field(description="Commands before switching path.")
+
+
+class KnobEvent(_Model):
+    """PSP Adaptive's on/off knob."""
+
+    at: Nanos = Field(description="When, from the start of the run.")
+    datastore: Name = Field(description="The datastore (on adaptive then).")
+    action: Literal["adaptive_on", "adaptive_off"] = Field(description="adaptive_on or adaptive_off.")
+
+
+Event = Annotated[Union[PathEvent, PolicyEvent, IopsEvent, KnobEvent], Field(discriminator="action")]
+#: The events' actions, by the model that carries them.
+EVENT_ACTIONS = ("down", "up", "set_psp", "set_iops", "adaptive_on", "adaptive_off")
 
 
 class StackParams(_Model):
@@ -243,7 +282,18 @@ class Storage(_Model):
     arrays: list[Array] = Field(default_factory=list, description="Flash arrays.")
     datastores: list[Datastore] = Field(description="Datastores (LUNs).")
     disks: list[Disk] = Field(default_factory=list, description="VM disks.")
-    events: list[PathEvent] = Field(default_factory=list, description="Path failures and recoveries.")
+    events: list[Event] = Field(default_factory=list, description="Path failures and recoveries; PSP, "
+                                       "--iops and Adaptive knob changes.")
+
+    @field_validator("events", mode="before")
+    @classmethod
+    def _known_actions(cls, events):
+        # the action picks the event's model; name it here (a tag error would not say which key)
+        if isinstance(events, list):
+            for i, e in enumerate(events):
+                if isinstance(e, dict) and e.get("action") not in EVENT_ACTIONS:
+                    raise scenario_error(f"storage.events[{i}].action", e.get("action"), "one of " + ", ".join(EVENT_ACTIONS))
+        return events
 
 
 # --------------------------------------------------------------------------------------------
@@ -331,8 +381,29 @@ def _check(scenario: "Scenario", st: Storage) -> None:
         if e.datastore not in stores:
             raise scenario_error(f"{at}.datastore", e.datastore, _one_of(stores) + " (storage.datastores)")
         n = len(st.datastores[stores.index(e.datastore)].paths)
-        if e.path >= n:
+        if isinstance(e, PathEvent) and e.path >= n:
             raise scenario_error(f"{at}.path", e.path, f"a path index below {n} (the datastore's paths)")
+        if isinstance(e, PolicyEvent):
+            _check_psp(f"{at}.psp", e.psp, n)
+    _check_psp_sequence(st)
+
+
+def _check_psp_sequence(st: Storage) -> None:
+    """Replay each datastore's policy changes in time order: --iops needs round_robin or
+    adaptive at that time, the knob adaptive (esxcli refuses them otherwise)."""
+    policy = {ds.name: ds.psp.policy for ds in st.datastores}
+    order = sorted(range(len(st.events)), key=lambda i: st.events[i].at)  # stable: listed order at ties
+    for i in order:
+        e = st.events[i]
+        if isinstance(e, PolicyEvent):
+            policy[e.datastore] = e.psp.policy
+        elif isinstance(e, IopsEvent) and policy[e.datastore] not in ("round_robin", "adaptive"):
+            raise scenario_error(f"storage.events[{i}].action", e.action,
+                                 f"a datastore on round_robin or adaptive at that time ({e.datastore!r} is on "
+                                 f"{policy[e.datastore]})")
+        elif isinstance(e, KnobEvent) and policy[e.datastore] != "adaptive":
+            raise scenario_error(f"storage.events[{i}].action", e.action,
+                                 f"a datastore on adaptive at that time ({e.datastore!r} is on {policy[e.datastore]})")
 
 
 def _trace_file(scenario: "Scenario", path: str):
@@ -397,6 +468,14 @@ def _psp(p: Psp) -> dict:
     return {"policy": "adaptive", "iops": iops, "params": params}
 
 
+def _psp_change(e) -> dict:
+    if isinstance(e, PolicyEvent):
+        return {"policy": _psp(e.psp)}
+    if isinstance(e, IopsEvent):
+        return {"iops": e.iops}
+    return {"adaptive_enabled": e.action == "adaptive_on"}
+
+
 def _workload(w, disk: str) -> dict:
     if isinstance(w, Iometer):
         return {"disk": disk, "kind": "iometer", "block_bytes": w.block_size, "read_pct": w.read_pct,
@@ -436,7 +515,7 @@ def to_engine(scenario: "Scenario") -> dict:
         for inst in vm_entries[d.vm].expanded_names():
             name = f"{inst}:{d.name}"
             disks.append({"name": name, "vm": inst, "lun": d.datastore, "shares": _shares(d.shares),
-                          "span_bytes": d.size, "offset_bytes": d.offset})
+                          "span_bytes": d.size, "offset_bytes": d.offset, "queue_depth": d.queue_depth})
             if isinstance(d.workload, TraceIo):
                 traces.append({"disk": name, "path": str(_trace_file(scenario, d.workload.path).resolve()),
                                "start_ns": d.workload.start, "speed": d.workload.speed})
@@ -457,7 +536,10 @@ def to_engine(scenario: "Scenario") -> dict:
         "workloads": workloads,
         "traces": traces,
         "vcpu_io": vcpu_io,
-        "events": [{"at_ns": e.at, "lun": e.datastore, "path": e.path, "action": e.action} for e in st.events],
+        "events": [{"at_ns": e.at, "lun": e.datastore, "path": e.path, "action": e.action}
+                   for e in st.events if isinstance(e, PathEvent)],
+        "psp_events": [{"at_ns": e.at, "lun": e.datastore, "change": _psp_change(e)}
+                       for e in st.events if not isinstance(e, PathEvent)],
     }
 
 

@@ -192,6 +192,10 @@ impl Simulation {
             };
             crate::storage::IoScheduler::at(post, e.at_ns, ev);
         }
+        for e in &section.psp_events {
+            let l = storage.lun(&e.lun).expect("validated");
+            storage.schedule_psp_change(e.at_ns, l, e.change.clone(), post);
+        }
         let (nd, nl, np, na) = (disk_vm.len(), section.luns.len(), path_lun.len(), section.adapters.len());
         let prev = [
             (0..nd as u32).map(|i| storage.disk_counters(i, 0)).collect(),

@@ -123,6 +123,7 @@ impl FlashArray {
 
     /// Serve a command of LUN `lun` (owned by `owner`) arriving at controller `via` at `ready`;
     /// returns its completion time at the array.
+    #[allow(clippy::too_many_arguments)]
     pub fn serve(&mut self, ready: Time, lun: u32, owner: u8, via: u8, op: Op, lba: u64, len: u32) -> Time {
         let chunks = self.chunks(lba, len);
         let mut service = self.spec.controller_ns;

@@ -31,7 +31,8 @@ pub mod workload;
 
 pub use counters::{DiskCounters, EsxtopDisk};
 pub use params::*;
-pub use scenario::{DiskSection, DiskTrace, DiskWorkload, PathAction, PathEvent, StorageSection, VcpuIoSpec};
+pub use psp::PspChange;
+pub use scenario::{DiskSection, DiskTrace, DiskWorkload, PathAction, PathEvent, PspEvent, StorageSection, VcpuIoSpec};
 pub use stack::{Completion, Storage};
 
 use crate::sim::Time;
@@ -58,8 +59,11 @@ pub enum StorageEvent {
     /// workload generator `gen` issues its next request(s) for customer `user` (think time or
     /// inter-arrival over; `user` is 0 except for batch customers)
     Issue { gen: u32, user: u32 },
-    /// PSP Adaptive of LUN `lun` closes a monitoring window
-    PspWindow { lun: u32 },
+    /// PSP Adaptive of LUN `lun` closes a monitoring window (stale unless `gen` is the LUN's
+    /// current policy generation: a policy change starts a new chain of windows)
+    PspWindow { lun: u32, gen: u32 },
+    /// the `change`-th PSP change registered with [`Storage::schedule_psp_change`] takes effect
+    PspChange { change: u32 },
     /// path `path` fails (cable pull, target port down)
     PathDown { path: u32 },
     /// path `path` comes back

@@ -484,32 +484,7 @@ impl StorageSpec {
                     }
                 }
             }
-            match &l.psp {
-                PspSpec::Fixed { preferred } => {
-                    if *preferred as usize >= l.paths.len() {
-                        invalid!(f("psp.preferred"), preferred, format!("a path index below {}", l.paths.len()));
-                    }
-                }
-                PspSpec::Mru => {}
-                PspSpec::RoundRobin { iops } | PspSpec::Adaptive { iops, .. } if *iops == 0 => {
-                    invalid!(f("psp.iops"), 0, "an integer >= 1 (commands before switching path)");
-                }
-                PspSpec::RoundRobin { .. } => {}
-                PspSpec::Adaptive { params: a, .. } => {
-                    if a.ta_ns <= a.tb_ns {
-                        invalid!(f("psp.ta"), format!("{} ns (tb = {} ns)", a.ta_ns, a.tb_ns), "ta > tb (start threshold above the stop threshold)");
-                    }
-                    if a.tc_ns <= a.ta_ns {
-                        invalid!(f("psp.tc"), format!("{} ns (ta = {} ns)", a.tc_ns, a.ta_ns), "tc > ta");
-                    }
-                    if a.window_ns == 0 || a.check_windows == 0 {
-                        invalid!(f("psp.window"), a.window_ns, "a window > 0 and check_windows >= 1");
-                    }
-                    if !(a.improvement >= 0.0 && a.improvement.is_finite()) {
-                        invalid!(f("psp.improvement"), a.improvement, "a fraction >= 0");
-                    }
-                }
-            }
+            validate_psp(&format!("storage.luns[{i}]"), &l.psp, l.paths.len())?;
         }
         for (i, d) in self.disks.iter().enumerate() {
             if !self.luns.iter().any(|l| l.name == d.lun) {
@@ -528,6 +503,39 @@ impl StorageSpec {
         }
         Ok(())
     }
+}
+
+/// Reject a path selection policy the LUN at `at` (e.g. `storage.luns[0]`) with `npaths`
+/// paths cannot run, naming the field.
+pub fn validate_psp(at: &str, psp: &PspSpec, npaths: usize) -> VmtwinResult<()> {
+    let f = |x: &str| format!("{at}.{x}");
+    match psp {
+        PspSpec::Fixed { preferred } => {
+            if *preferred as usize >= npaths {
+                invalid!(f("psp.preferred"), preferred, format!("a path index below {}", npaths));
+            }
+        }
+        PspSpec::Mru => {}
+        PspSpec::RoundRobin { iops } | PspSpec::Adaptive { iops, .. } if *iops == 0 => {
+            invalid!(f("psp.iops"), 0, "an integer >= 1 (commands before switching path)");
+        }
+        PspSpec::RoundRobin { .. } => {}
+        PspSpec::Adaptive { params: a, .. } => {
+            if a.ta_ns <= a.tb_ns {
+                invalid!(f("psp.ta"), format!("{} ns (tb = {} ns)", a.ta_ns, a.tb_ns), "ta > tb (start threshold above the stop threshold)");
+            }
+            if a.tc_ns <= a.ta_ns {
+                invalid!(f("psp.tc"), format!("{} ns (ta = {} ns)", a.tc_ns, a.ta_ns), "tc > ta");
+            }
+            if a.window_ns == 0 || a.check_windows == 0 {
+                invalid!(f("psp.window"), a.window_ns, "a window > 0 and check_windows >= 1");
+            }
+            if !(a.improvement >= 0.0 && a.improvement.is_finite()) {
+                invalid!(f("psp.improvement"), a.improvement, "a fraction >= 0");
+            }
+        }
+    }
+    Ok(())
 }
 
 const SECTOR: u32 = super::SECTOR_BYTES as u32;

@@ -29,6 +29,12 @@
 //!   Between t_b and t_a nothing changes (hysteresis). While spreading, writes rotate over all
 //!   working paths, AO and AUO, switching every `iops` writes; reads never use AUO paths.
 //!
+//! The policy and its settings can change while I/O runs, as esxcli changes them
+//! ([`PspChange`]): a new policy (`esxcli storage nmp device set --psp`) takes over with the
+//! paths' states as they are and a fresh round-robin position (a new Adaptive starts armed, not
+//! spreading); a new switch count (`--iops`) applies from the next command; the Adaptive knob
+//! acts at the next window's end.
+//!
 //! # Tunables
 //! [`super::PspSpec`]: FIXED `preferred`, RR `iops`, Adaptive `iops` and [`super::AdaptiveParams`]
 //! (`ta_ns` > `tb_ns`, `tc_ns` > `ta_ns`, `window_ns` 1 s, `check_windows` 5, `improvement` 0.10,
@@ -45,6 +51,18 @@
 
 use super::{AdaptiveParams, Op, PspSpec};
 use crate::sim::{ns_f, Time};
+
+/// A change of a LUN's path selection made while it runs (esxcli).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum PspChange {
+    /// `esxcli storage nmp device set --device <lun> --psp <policy>`
+    Policy(PspSpec),
+    /// `esxcli storage nmp psp roundrobin deviceconfig set --type=iops --iops=N` (RR or Adaptive)
+    Iops(u32),
+    /// PSP Adaptive's on/off knob
+    AdaptiveEnabled(bool),
+}
 
 /// Why PSP Adaptive changed state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,8 +149,6 @@ pub struct Nmp {
     current: usize,
     rr: Cursor,
     wr: Cursor,
-    /// whether the last selection used the write cursor (for [`Nmp::unselect`])
-    last_wr: bool,
     adaptive: Option<Adaptive>,
 }
 
@@ -150,7 +166,7 @@ impl Nmp {
             ),
         };
         let n = optimized.len();
-        let mut nmp = Nmp { kind, iops, up: vec![true; n], optimized, current: 0, rr: Cursor::default(), wr: Cursor::default(), last_wr: false, adaptive };
+        let mut nmp = Nmp { kind, iops, up: vec![true; n], optimized, current: 0, rr: Cursor::default(), wr: Cursor::default(), adaptive };
         nmp.current = match kind {
             Kind::Fixed { preferred } => preferred,
             _ => nmp.first_working().unwrap_or(0),
@@ -192,8 +208,7 @@ impl Nmp {
             }
             Kind::Rr => {
                 let (up, opt) = (&self.up, &self.optimized);
-                self.last_wr = op == Op::Write && self.adaptive.as_ref().is_some_and(|a| a.spreading);
-                if self.last_wr {
+                if op == Op::Write && self.adaptive.as_ref().is_some_and(|a| a.spreading) {
                     return Self::rotate(&mut self.wr, self.iops, n, |i| up[i]);
                 }
                 let any_ao = (0..n).any(|i| up[i] && opt[i]);
@@ -202,13 +217,33 @@ impl Nmp {
         }
     }
 
-    /// The path just selected could not take the command (its HBA port was full): the command
-    /// is not counted against the round-robin switch count.
-    pub fn unselect(&mut self) {
-        if self.kind == Kind::Rr {
-            let c = if self.last_wr { &mut self.wr } else { &mut self.rr };
-            c.count = c.count.saturating_sub(1);
+    /// Apply an esxcli change. The paths keep their states; a new policy starts afresh (Adaptive
+    /// armed and not spreading; its earlier log is kept). A switch count for a policy without one
+    /// and the knob of a LUN not on Adaptive are refused (esxcli refuses them too).
+    pub fn change(&mut self, c: &PspChange) -> Result<(), String> {
+        match c {
+            PspChange::Policy(psp) => {
+                let log = self.adaptive.take().map(|a| a.log).unwrap_or_default();
+                let up = std::mem::take(&mut self.up);
+                *self = Nmp::new(psp, std::mem::take(&mut self.optimized));
+                for (i, u) in up.into_iter().enumerate() {
+                    self.set_up(i, u);
+                }
+                if let Some(a) = &mut self.adaptive {
+                    a.log = log;
+                }
+                if !self.up[self.current] {
+                    self.current = self.first_working().unwrap_or(self.current);
+                }
+            }
+            PspChange::Iops(n) if self.kind == Kind::Rr && *n >= 1 => self.iops = *n,
+            PspChange::Iops(n) => return Err(format!("--iops {n} on a LUN whose policy has no switch count (RR or Adaptive, iops >= 1)")),
+            PspChange::AdaptiveEnabled(on) => match &mut self.adaptive {
+                Some(a) => a.p.enabled = *on,
+                None => return Err("the Adaptive knob on a LUN whose policy is not Adaptive".into()),
+            },
         }
+        Ok(())
     }
 
     /// Path `i` failed or came back.

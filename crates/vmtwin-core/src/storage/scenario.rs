@@ -13,9 +13,10 @@
 //! `path` and `adapter` tables (`simulation/storage.rs`).
 //!
 //! # Known gaps
-//! - One virtual disk per entry; PSP policy and Adaptive on/off are not scenario events.
+//! - One virtual disk per entry.
 
-use super::params::{AdapterSpec, ArraySpec, LunSpec, StackParams, StorageSpec, VmDiskSpec};
+use super::params::{validate_psp, AdapterSpec, ArraySpec, LunSpec, PspSpec, StackParams, StorageSpec, VmDiskSpec};
+use super::psp::PspChange;
 use super::workload::WorkloadSpec;
 use crate::invalid;
 use crate::sim::Time;
@@ -52,6 +53,22 @@ pub struct StorageSection {
     /// path failures and recoveries
     #[serde(default)]
     pub events: Vec<PathEvent>,
+    /// path selection changes (esxcli) while the run goes on
+    #[serde(default)]
+    pub psp_events: Vec<PspEvent>,
+}
+
+/// A change of a LUN's path selection at a time (esxcli: a new policy, RR's `--iops`, the
+/// Adaptive knob).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PspEvent {
+    /// when, ns from the start of the run
+    pub at_ns: Time,
+    /// the LUN's name
+    pub lun: String,
+    /// what changes
+    pub change: PspChange,
 }
 
 /// A VM's virtual disk and the VM it belongs to.
@@ -209,6 +226,51 @@ impl StorageSection {
                 Some(_) => {}
             }
         }
+        self.validate_psp_events()
+    }
+
+    /// Each PSP change must make sense for the policy the LUN has at that moment: replay them in
+    /// time order per LUN.
+    fn validate_psp_events(&self) -> VmtwinResult<()> {
+        let names: Vec<&str> = self.luns.iter().map(|l| l.name.as_str()).collect();
+        let mut current: Vec<PspSpec> = self.luns.iter().map(|l| l.psp.clone()).collect();
+        let mut order: Vec<usize> = (0..self.psp_events.len()).collect();
+        order.sort_by_key(|&i| self.psp_events[i].at_ns); // stable: same-time changes in listed order
+        for i in order {
+            let e = &self.psp_events[i];
+            let at = format!("storage.psp_events[{i}]");
+            let Some(l) = names.iter().position(|n| *n == e.lun) else {
+                invalid!(format!("{at}.lun"), format!("'{}'", e.lun), format!("one of the datastores {names:?}"));
+            };
+            match (&e.change, &mut current[l]) {
+                (PspChange::Policy(p), cur) => {
+                    validate_psp(&format!("{at}.change"), p, self.luns[l].paths.len())?;
+                    *cur = p.clone();
+                }
+                (PspChange::Iops(n), PspSpec::RoundRobin { iops } | PspSpec::Adaptive { iops, .. }) => {
+                    if *n == 0 {
+                        invalid!(format!("{at}.change.iops"), 0, "an integer >= 1 (commands before switching path)");
+                    }
+                    *iops = *n;
+                }
+                (PspChange::Iops(n), cur) => {
+                    invalid!(format!("{at}.change.iops"), n, format!("a LUN on round_robin or adaptive at that time ('{}' is on {})", e.lun, policy_name(cur)));
+                }
+                (PspChange::AdaptiveEnabled(_), PspSpec::Adaptive { .. }) => {}
+                (PspChange::AdaptiveEnabled(on), cur) => {
+                    invalid!(format!("{at}.change.adaptive_enabled"), on, format!("a LUN on adaptive at that time ('{}' is on {})", e.lun, policy_name(cur)));
+                }
+            }
+        }
         Ok(())
+    }
+}
+
+fn policy_name(p: &PspSpec) -> &'static str {
+    match p {
+        PspSpec::Fixed { .. } => "fixed",
+        PspSpec::Mru => "mru",
+        PspSpec::RoundRobin { .. } => "round_robin",
+        PspSpec::Adaptive { .. } => "adaptive",
     }
 }

@@ -54,7 +54,7 @@ use super::array::FlashArray;
 use super::counters::DiskCounters;
 use super::device::{ExpDevice, Ssd};
 use super::hdd::{Hdd, HddCmd};
-use super::psp::{AdaptiveChange, Nmp, WindowStats};
+use super::psp::{AdaptiveChange, Nmp, PspChange, WindowStats};
 use super::workload::{GenStats, Generator, WorkloadSpec};
 use super::{DeviceSpec, IoScheduler, Op, StackParams, StorageEvent, StorageSpec, SECTOR_BYTES};
 use crate::sim::{stream_seed, Rng, Time};
@@ -180,6 +180,8 @@ struct Lun {
     counters: DiskCounters,
     rng: Rng,
     window: WindowStats,
+    /// bumped by every policy change (makes the old policy's window events stale)
+    psp_gen: u32,
 }
 
 /// A request waiting in the guest for a virtual queue slot.
@@ -236,6 +238,8 @@ pub struct Storage {
     seq: u64,
     completions: Vec<Completion>,
     gens: Vec<Generator>,
+    /// PSP changes registered for later, (LUN, change)
+    psp_changes: Vec<(u32, PspChange)>,
     scratch_done: Vec<u32>,
     scratch_req: Vec<(Op, u64, u32)>,
 }
@@ -301,6 +305,7 @@ impl Storage {
                 counters: DiskCounters { dqlen, ..Default::default() },
                 rng: Rng::new(stream_seed(spec.seed, &l.name, 1)),
                 window: WindowStats::default(),
+                psp_gen: 0,
             });
         }
         let disks = spec
@@ -342,6 +347,7 @@ impl Storage {
             seq: 0,
             completions: Vec::new(),
             gens: Vec::new(),
+            psp_changes: Vec::new(),
             scratch_done: Vec::new(),
             scratch_req: Vec::new(),
         })
@@ -411,6 +417,29 @@ impl Storage {
         self.luns[l as usize].nmp.set_adaptive_enabled(on);
     }
 
+    /// Change LUN `l`'s path selection at `now` (esxcli): a new policy, RR's switch count or
+    /// Adaptive's knob. Refused (with the reason, nothing changed) where esxcli refuses it.
+    pub fn change_psp(&mut self, now: Time, l: u32, change: &PspChange, sched: &mut impl IoScheduler) -> VmtwinResult<()> {
+        let lun = self.luns.get_mut(l as usize).ok_or_else(|| VmtwinError::Simulation(format!("no LUN {l}")))?;
+        lun.nmp.change(change).map_err(|e| VmtwinError::Simulation(format!("LUN '{}': {e}", self.lun_names[l as usize])))?;
+        if matches!(change, PspChange::Policy(_)) {
+            lun.psp_gen += 1;
+            lun.window = WindowStats::default();
+            if let Some(w) = lun.nmp.window_ns() {
+                sched.at(now + w, StorageEvent::PspWindow { lun: l, gen: lun.psp_gen });
+            }
+        }
+        self.dispatch(now, l, sched);
+        Ok(())
+    }
+
+    /// Register `change` of LUN `l` to take effect at `at` (a scenario event); a change refused
+    /// then is skipped.
+    pub fn schedule_psp_change(&mut self, at: Time, l: u32, change: PspChange, sched: &mut impl IoScheduler) {
+        self.psp_changes.push((l, change));
+        sched.at(at, StorageEvent::PspChange { change: (self.psp_changes.len() - 1) as u32 });
+    }
+
     /// Read-cache (hits, misses) of controller `c` of array `a`.
     pub fn array_cache_stats(&self, a: u32, c: u8) -> (u64, u64) {
         self.arrays[a as usize].cache_stats(c)
@@ -469,7 +498,7 @@ impl Storage {
         }
         for (l, lun) in self.luns.iter().enumerate() {
             if let Some(w) = lun.nmp.window_ns() {
-                sched.at(now + w, StorageEvent::PspWindow { lun: l as u32 });
+                sched.at(now + w, StorageEvent::PspWindow { lun: l as u32, gen: lun.psp_gen });
             }
         }
     }
@@ -479,13 +508,20 @@ impl Storage {
         match ev {
             StorageEvent::DeviceDone { lun, cmd, attempt } => self.device_done(now, lun, cmd, attempt, sched),
             StorageEvent::Issue { gen, user } => self.gen_wake(now, gen, user, true, sched),
-            StorageEvent::PspWindow { lun } => {
+            StorageEvent::PspWindow { lun, gen } => {
                 let l = &mut self.luns[lun as usize];
+                if gen != l.psp_gen {
+                    return; // the policy changed since
+                }
                 let w = std::mem::take(&mut l.window);
                 l.nmp.window(now, &w);
                 if let Some(win) = l.nmp.window_ns() {
-                    sched.at(now + win, StorageEvent::PspWindow { lun });
+                    sched.at(now + win, StorageEvent::PspWindow { lun, gen });
                 }
+            }
+            StorageEvent::PspChange { change } => {
+                let (l, c) = self.psp_changes[change as usize].clone();
+                let _ = self.change_psp(now, l, &c, sched); // refused changes are skipped (scenarios check them first)
             }
             StorageEvent::PathDown { path } => self.fail_path(now, path, sched),
             StorageEvent::PathUp { path } => self.restore_path(now, path, sched),
@@ -494,6 +530,7 @@ impl Storage {
 
     /// A request from outside (guest page cache, hypervisor swap): VM disk `disk`, direction,
     /// offset and length in bytes; it completes into [`Storage::take_completions`] with `token`.
+    #[allow(clippy::too_many_arguments)]
     pub fn submit(&mut self, now: Time, disk: u32, op: Op, offset_bytes: u64, len: u32, token: u64, sched: &mut impl IoScheduler) -> VmtwinResult<()> {
         if disk as usize >= self.disks.len() {
             return Err(VmtwinError::Simulation(format!("I/O to VM disk {disk}: there are {} disks", self.disks.len())));
