@@ -26,7 +26,7 @@ ALL_IDS += ["cpu-wide-vm-locality"]
 # issue 9: ESX 4 vs 3.5 and wide-VM NUMA throughput (tested in tests/python/reproduce/test_cpu_esx.py)
 ALL_IDS += ["cpu-multicore-lb", "cpu-extended-fairness", "cpu-esx4-vs-esx35", "cpu-wide-vm-numa"]
 # memory engine runs (tested in tests/python/memory)
-ALL_IDS += ["mem-idle-tax", "mem-sharing-homogeneous"]
+ALL_IDS += ["mem-idle-tax", "mem-sharing-homogeneous", "mem-microbench"]
 ROW_KEYS = {"experiment", "metric", "published", "simulated", "tolerance", "verdict", "source", "note"}
 # The only targets printed in the paper: B1's "1/8 CPU time is given to vm0 and 7/8 CPU time is
 # given to vm1" at 1:7. Everything else is derived from the text (research/cpu.md B1-B3).
