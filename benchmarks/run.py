@@ -17,6 +17,12 @@ Three kinds of benchmark (see benchmarks/README.md):
 Each benchmark prints MEETS or MISS against its targets (REPORTED when it has none) and appends
 one line to ``results.jsonl`` (unless ``--no-record``). Benchmarks are never run by the test
 suite: timing on a shared CI machine is not a test.
+
+``--instructions`` counts instead of timing: the engine alone (``examples/run_spec``) under
+valgrind's callgrind, on the run benchmarks cut to a few simulated minutes, a figure that does not
+move with the machine's load (wall time does, on a shared machine). Instructions per event, and
+bench-1024vm's per event against bench-64vm's, each from the difference of a 5- and a 1-minute run
+(so power-on and start-up cancel out, as they nearly do in the timed runs).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import re
 import subprocess
 import sys
 import tempfile
@@ -167,6 +174,64 @@ def measure_build(n: int, repeat: int) -> dict:
 
 
 # --------------------------------------------------------------------------------------------
+# Instruction counts (callgrind)
+# --------------------------------------------------------------------------------------------
+
+REPO = HERE.parent
+RUN_SPEC = REPO / "target" / "release" / "examples" / "run_spec"
+NS_PER_MIN = 60 * 10**9
+# (benchmark, simulated minutes); the 1- and 5-minute runs of one benchmark give its cost per
+# event with start-up cancelled out
+INSTRUCTION_RUNS = (("bench-64vm", 1), ("bench-64vm", 5), ("bench-1024vm", 1), ("bench-1024vm", 5),
+                    ("bench-mixed", 5))
+
+
+def count_instructions(name: str, minutes: int, workdir: Path) -> dict:
+    """Instructions (callgrind's ``I refs``) and events of the engine running benchmark ``name``
+    for ``minutes`` simulated minutes."""
+    from vmtwin.scenario import load_scenario
+
+    spec = load_scenario(BENCHMARKS[name].path).to_engine_spec()
+    spec["duration_ns"] = minutes * NS_PER_MIN
+    path = workdir / f"{name}-{minutes}m.json"
+    path.write_text(json.dumps(spec))
+    out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", str(RUN_SPEC), str(path)],
+                         capture_output=True, text=True, check=True)
+    refs = re.search(r"I\s+refs:\s+([\d,]+)", out.stderr)
+    events = re.match(r"(\d+) events", out.stdout)
+    if refs is None or events is None:
+        raise RuntimeError(f"unexpected callgrind output for {path.name}: {out.stderr[-500:]}")
+    instructions, n = int(refs.group(1).replace(",", "")), int(events.group(1))
+    return {"instructions": instructions, "events": n, "instructions_per_event": instructions / n}
+
+
+def measure_instructions() -> list[tuple[str, dict, str]]:
+    """Every run of INSTRUCTION_RUNS and the per-event costs from them: (name, record, line)."""
+    subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "vmtwin-core", "--example", "run_spec"],
+                   cwd=REPO, check=True)
+    counted: dict[tuple[str, int], dict] = {}
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, minutes in INSTRUCTION_RUNS:
+            r = counted[name, minutes] = count_instructions(name, minutes, Path(tmp))
+            out.append((f"instructions-{name}-{minutes}m", r,
+                        f"{r['instructions'] / 1e6:,.1f} M instructions, {r['events']:,} events, "
+                        f"{r['instructions_per_event']:.0f} per event"))
+    marginal = {}
+    for name in ("bench-64vm", "bench-1024vm"):
+        a, b = counted[name, 1], counted[name, 5]
+        marginal[name] = (b["instructions"] - a["instructions"]) / (b["events"] - a["events"])
+    ratio = marginal["bench-1024vm"] / marginal["bench-64vm"]
+    r = {"instructions_per_event_64": marginal["bench-64vm"], "instructions_per_event_1024": marginal["bench-1024vm"],
+         "ratio": ratio}
+    out.append(("instructions-1024-vs-64", r,
+                f"minutes 1 to 5: bench-1024vm {marginal['bench-1024vm']:.0f} instructions per event, "
+                f"bench-64vm {marginal['bench-64vm']:.0f}: {ratio:.3f}x (the timed target: ns/event <= 1.3x; "
+                f"cache misses, which instructions do not count, add to the timed ratio)"))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
 # Judging and printing
 # --------------------------------------------------------------------------------------------
 
@@ -225,10 +290,22 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--no-record", action="store_true", help="do not append to benchmarks/results.jsonl")
     ap.add_argument("--results", type=Path, default=HERE / "results.jsonl", help="where to append the records")
     ap.add_argument("--commit", help="commit to record (default: this checkout's HEAD, '+dirty' if modified)")
+    ap.add_argument("--instructions", action="store_true",
+                    help="count the engine's instructions under callgrind instead of timing (needs valgrind)")
     args = ap.parse_args(argv)
     if args.list:
         for name, b in BENCHMARKS.items():
             print(f"{name}: {type(b).__name__.lower()}, {b.targets()}")
+        return 0
+    if args.instructions:
+        commit = args.commit if args.commit is not None else _commit()
+        for name, r, line in measure_instructions():
+            print(f"{name}: {line}", flush=True)
+            if not args.no_record:
+                record = {"benchmark": name, "commit": commit, "machine": platform.machine(),
+                          **{k: round(v, 4) if isinstance(v, float) else v for k, v in r.items()}}
+                with open(args.results, "a") as f:
+                    f.write(json.dumps(record) + "\n")
         return 0
     unknown = [n for n in args.names if n not in BENCHMARKS]
     if unknown:
