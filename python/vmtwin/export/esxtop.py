@@ -15,6 +15,11 @@ module writes the CPU objects vmtwin models, with esxtop's object and counter na
 Departures from a real host's file are listed in ``docs/reference/counters.md`` (section
 "esxtop export"): the IDs are vmtwin's, not the kernel's; and the objects vmtwin does not
 model (network, interrupts, system groups) are absent.
+
+A cluster run's folder (tables with a ``host`` column) gives one file with every host's
+objects under that host's own machine prefix ``\\\\<host>\\``, as perfmon logs counters of
+several machines in one PDH-CSV file: host after host in the clusters' order, each with only
+its own pCPUs, VMs, pools (of the VMs on it) and vCPUs, never a mix.
 """
 
 from __future__ import annotations
@@ -31,7 +36,8 @@ import numpy as np
 import pandas as pd
 
 from vmtwin.export.atomic import atomic_output
-from vmtwin.results import Results
+from vmtwin.exceptions import scenario_error
+from vmtwin.results import HOST_COLUMN, Results
 
 __all__ = ["CPU_COUNTERS", "HOST_COUNTERS", "to_esxtop_csv", "world_id"]
 
@@ -119,7 +125,9 @@ def to_esxtop_csv(
     start : datetime, optional
         Wall-clock time of simulated time 0 (timestamps are ``start + time_s``).
     host_name : str, optional
-        Host name in the counter paths; default the scenario's host name, else ``esx01``.
+        Host name in the counter paths; default the scenario's host name, else ``esx01``. For a
+        cluster run's folder: export only that host (default: every host, each under its own
+        name).
 
     Returns
     -------
@@ -134,17 +142,75 @@ def to_esxtop_csv(
         ``path`` is a folder or cannot be written (the message names it).
     """
     res = results if isinstance(results, Results) else Results(results)
-    host = host_name or _host_name(res.manifest)
-    host_df = res.host if "host" in res.tables else pd.DataFrame(columns=["time_s"])
-    vm_df = res.vm if "vm" in res.tables else pd.DataFrame(columns=["time_s", "vm_id", "vm"])
-    vcpu_df = res.vcpu if "vcpu" in res.tables else pd.DataFrame(columns=["time_s", "vm_id", "vm", "vcpu"])
+    frames = {t: res.table(t) for t in ("host", "vm", "vcpu", "pcpu", "adapter", "lun", "path", "disk", "mem",
+                                       "mem_host") if t in res.tables}
+    host_df = frames.get("host", pd.DataFrame(columns=["time_s"]))
+    vm_df = frames.get("vm", pd.DataFrame(columns=["time_s", "vm_id", "vm"]))
     times = np.array(sorted(set(host_df["time_s"].tolist()) | set(vm_df["time_s"].tolist())), dtype=float)
-    prefix = f"\\\\{host}\\"
+    all_ids = [int(i) for i in vm_df["vm_id"].unique()]
+    n_spec = len((res.manifest.get("scenario") or {}).get("vms") or []) if isinstance(
+        res.manifest.get("scenario"), Mapping) else 0
+    first_pool_gid = max(n_spec, (max(all_ids) + 1) if all_ids else 0) + 1
 
     header = [_TIME_HEADER]
     columns: list[np.ndarray] = []
-    if "pcpu" in res.tables:
-        pcpu_df = res.table("pcpu")
+    if HOST_COLUMN in host_df.columns:  # a cluster: each host under its own machine prefix
+        names = list(dict.fromkeys(host_df[HOST_COLUMN].tolist()))
+        if host_name is not None:
+            if host_name not in names:
+                raise scenario_error("host_name", host_name, "one of the folder's hosts: " + ", ".join(names[:20])
+                                     + (", ..." if len(names) > 20 else ""))
+            names = [host_name]
+        pools = _cluster_pools(res.manifest)
+        for name in names:
+            own = {t: (df[df[HOST_COLUMN] == name] if HOST_COLUMN in df.columns else df) for t, df in frames.items()}
+            h, c = _host_columns(own, times, f"\\\\{name}\\", pools, first_pool_gid)
+            header += h
+            columns += c
+    else:
+        h, c = _host_columns(frames, times, f"\\\\{host_name or _host_name(res.manifest)}\\", res.manifest,
+                             first_pool_gid)
+        header += h
+        columns += c
+
+    out = Path(path)
+    with atomic_output(out, "esxtop CSV") as tmp:
+        with tmp.open("w", newline="", encoding="utf-8") as fh:
+            writer = csv.writer(fh, quoting=csv.QUOTE_ALL, lineterminator="\r\n")
+            writer.writerow(header)
+            for row, t in enumerate(times):
+                stamp = (start + timedelta(seconds=float(t))).strftime("%m/%d/%Y %H:%M:%S")
+                writer.writerow([stamp, *(_fmt(c[row]) for c in columns)])
+    return out
+
+
+def _cluster_pools(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """A cluster manifest's pools and each VM's pool, in a one-host manifest's form (``scenario``
+    with engine-spec ``pools`` and ``vms``): the pools are every host's (the runner copies them
+    to each host; the first host's spec, ``params``, has them) and the VMs are the scenario's
+    ``vms`` entries with ``count`` expanded as the runner names them."""
+    params = manifest.get("params") if isinstance(manifest.get("params"), Mapping) else {}
+    scenario = manifest.get("scenario") if isinstance(manifest.get("scenario"), Mapping) else {}
+    vms = []
+    for v in scenario.get("vms") or []:
+        if not isinstance(v, Mapping) or not isinstance(v.get("name"), str):
+            continue
+        count = int(v.get("count") or 1)
+        names = [v["name"]] if count == 1 else [f"{v['name']}-{k}" for k in range(1, count + 1)]
+        vms.extend({"name": n, "pool": v.get("pool")} for n in names)
+    return {"scenario": {"pools": params.get("pools") or [], "vms": vms}}
+
+
+def _host_columns(frames: Mapping[str, pd.DataFrame], times: np.ndarray, prefix: str, manifest: Mapping[str, Any],
+                  first_pool_gid: int) -> tuple[list[str], list[np.ndarray]]:
+    """One host's counter paths (under ``prefix``) and their columns over ``times``."""
+    host_df = frames.get("host", pd.DataFrame(columns=["time_s"]))
+    vm_df = frames.get("vm", pd.DataFrame(columns=["time_s", "vm_id", "vm"]))
+    vcpu_df = frames.get("vcpu", pd.DataFrame(columns=["time_s", "vm_id", "vm", "vcpu"]))
+    header: list[str] = []
+    columns: list[np.ndarray] = []
+    if "pcpu" in frames:
+        pcpu_df = frames["pcpu"]
         pcounters = [(c, label) for c, label in HOST_COUNTERS if c in pcpu_df.columns]
         if len(pcpu_df) and pcounters:
             pwide = {c: _wide(pcpu_df, ["pcpu"], c, times) for c, _ in pcounters}
@@ -169,11 +235,8 @@ def to_esxtop_csv(
             header.append(f"{prefix}Group Cpu({vm_id + 1}:{name})\\{label}")
             columns.append(values[:, index[vm_id]])
 
-    n_spec = len((res.manifest.get("scenario") or {}).get("vms") or []) if isinstance(
-        res.manifest.get("scenario"), Mapping) else 0
-    first_pool_gid = max(n_spec, (max(vm_ids) + 1) if vm_ids else 0) + 1
     by_name = dict(zip(vm_names, vm_ids))
-    for k, (pool, members) in enumerate(_pools(res.manifest, vm_names)):
+    for k, (pool, members) in enumerate(_pools(manifest, vm_names)):
         ids = [by_name[m] for m in members]
         for col, label in counters:
             values, index = wide[col]
@@ -196,22 +259,13 @@ def to_esxtop_csv(
 
     from vmtwin.export.esxtop_disk import disk_columns  # storage tables, when the run has them
 
-    dh, dc = disk_columns({t: res.table(t) for t in ("adapter", "lun", "path", "disk") if t in res.tables}, times, prefix)
+    dh, dc = disk_columns({t: frames[t] for t in ("adapter", "lun", "path", "disk") if t in frames}, times, prefix)
     header += dh
     columns += dc
 
     from vmtwin.export.esxtop_mem import mem_columns  # memory tables, when the run has them
 
-    mh, mc = mem_columns({t: res.table(t) for t in ("mem", "mem_host") if t in res.tables}, times, prefix)
+    mh, mc = mem_columns({t: frames[t] for t in ("mem", "mem_host") if t in frames}, times, prefix)
     header += mh
     columns += mc
-
-    out = Path(path)
-    with atomic_output(out, "esxtop CSV") as tmp:
-        with tmp.open("w", newline="", encoding="utf-8") as fh:
-            writer = csv.writer(fh, quoting=csv.QUOTE_ALL, lineterminator="\r\n")
-            writer.writerow(header)
-            for row, t in enumerate(times):
-                stamp = (start + timedelta(seconds=float(t))).strftime("%m/%d/%Y %H:%M:%S")
-                writer.writerow([stamp, *(_fmt(c[row]) for c in columns)])
-    return out
+    return header, columns

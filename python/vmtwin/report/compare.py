@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 
 from vmtwin.report.summary import vm_summary
-from vmtwin.results import Results
+from vmtwin.results import HOST_COLUMN, Results
 
-__all__ = ["COMPARED", "compare_hosts", "compare_runs"]
+__all__ = ["COMPARED", "HOST_COMPARED", "compare_hosts", "compare_runs"]
 
 #: Summary columns compared, with their short labels.
 COMPARED = {
@@ -49,13 +49,31 @@ def compare_runs(a: Results, b: Results) -> pd.DataFrame:
         {f"{c} {s}": np.float64 for c in COMPARED for s in ("a", "b", "diff")})
 
 
+def _host_means(res: Results) -> dict[str, dict[str, float]]:
+    """Per host (by name, in the folder's order; ``""`` for a folder without a ``host`` column):
+    the mean of each :data:`HOST_COMPARED` column over its samples."""
+    host = res.host if "host" in res.tables else None
+    if host is None or not len(host):
+        return {}
+    groups = host.groupby(HOST_COLUMN, sort=False) if HOST_COLUMN in host.columns else [("", host)]
+    return {str(name): {c: float(g[c].mean()) for c in HOST_COMPARED} for name, g in groups}
+
+
+#: ``host`` table columns compared.
+HOST_COMPARED = ("%PCPU_UTIL", "used_mhz")
+
+
 def compare_hosts(a: Results, b: Results) -> dict[str, tuple[float, float]]:
-    """The host's mean ``%PCPU_UTIL`` and ``used_mhz`` in ``a`` and in ``b`` (NaN without rows)."""
-    out = {}
-    for col in ("%PCPU_UTIL", "used_mhz"):
-        pair = []
-        for res in (a, b):
-            host = res.host if "host" in res.tables else None
-            pair.append(float(host[col].mean()) if host is not None and len(host) else float("nan"))
-        out[col] = (pair[0], pair[1])
-    return out
+    """The host's mean ``%PCPU_UTIL`` and ``used_mhz`` in ``a`` and in ``b`` (NaN without rows).
+
+    A cluster run's hosts are compared host by host, never mixed: when either folder has more
+    than one host, the keys are ``"<host> %PCPU_UTIL"`` and ``"<host> used_mhz"`` for every host
+    (A's in A's order, then those only in B), NaN on the side a host is missing from.
+    """
+    ma, mb = _host_means(a), _host_means(b)
+    nan = {c: float("nan") for c in HOST_COMPARED}
+    if len(ma) <= 1 and len(mb) <= 1:
+        x, y = next(iter(ma.values()), nan), next(iter(mb.values()), nan)
+        return {c: (x[c], y[c]) for c in HOST_COMPARED}
+    names = list(ma) + [n for n in mb if n not in ma]
+    return {f"{n} {c}": (ma.get(n, nan)[c], mb.get(n, nan)[c]) for n in names for c in HOST_COMPARED}
