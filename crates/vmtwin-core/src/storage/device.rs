@@ -26,32 +26,28 @@
 
 use super::{Op, SsdParams};
 use crate::sim::{Rng, Time};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
-/// `c` parallel servers, FCFS.
+/// `c` parallel servers, FCFS: the times they fall free, earliest on top.
 #[derive(Debug, Clone)]
 pub struct ServerPool {
-    free_at: Vec<Time>,
+    free_at: BinaryHeap<Reverse<Time>>,
 }
 
 impl ServerPool {
     /// `servers` idle servers.
     pub fn new(servers: u32) -> Self {
-        ServerPool { free_at: vec![0; servers as usize] }
+        ServerPool { free_at: (0..servers).map(|_| Reverse(0)).collect() }
     }
 
-    /// Serve a command ready at `ready` for `service` ns; returns its completion time.
+    /// Serve a command ready at `ready` for `service` ns on the server that frees first;
+    /// returns its completion time.
     #[inline]
     pub fn serve(&mut self, ready: Time, service: Time) -> Time {
-        let mut best = 0;
-        let mut best_t = self.free_at[0];
-        for (i, &t) in self.free_at.iter().enumerate().skip(1) {
-            if t < best_t {
-                best = i;
-                best_t = t;
-            }
-        }
-        let done = ready.max(best_t) + service;
-        self.free_at[best] = done;
+        let mut first = self.free_at.peek_mut().expect("a pool has at least one server");
+        let done = ready.max(first.0) + service;
+        *first = Reverse(done);
         done
     }
 }

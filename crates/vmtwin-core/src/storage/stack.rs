@@ -700,16 +700,17 @@ impl Storage {
                 return;
             }
             let limit = if lun.busy_classes > 1 { self.params.sched_num_req_outstanding } else { u32::MAX };
-            let mut best: Option<(usize, f64, u64)> = None;
-            for (c, &(tag, seq)) in lun.heads.iter().enumerate() {
-                if tag == f64::INFINITY || lun.class_active[c] >= limit {
-                    continue;
-                }
-                if best.is_none_or(|(_, t, s)| (tag, seq) < (t, s)) {
-                    best = Some((c, tag, seq));
+            // lowest (start tag, seq) among the heads of classes under their limit; empty
+            // queues have tag ∞ and never win
+            let (mut class, mut tag, mut best_seq) = (usize::MAX, f64::INFINITY, u64::MAX);
+            for (c, &(t, seq)) in lun.heads.iter().enumerate() {
+                if (t < tag || (t == tag && seq < best_seq && t != f64::INFINITY)) && lun.class_active[c] < limit {
+                    (class, tag, best_seq) = (c, t, seq);
                 }
             }
-            let Some((class, tag, _)) = best else { return };
+            if class == usize::MAX {
+                return;
+            }
             let head = *self.luns[li].queues[class].front().unwrap();
             let op = self.cmds[head as usize].op;
             let Some(local) = self.luns[li].nmp.select(op) else { return };
