@@ -84,12 +84,12 @@ fn two_busy_vms_on_one_core_each_get_the_ht_factor() {
     }
     let mut sched = sim.sched().clone();
     sched.account_all(t);
-    for vc in &sched.vcpus {
+    for (v, vc) in sched.vcpus.iter().enumerate() {
         let run = vc.time_ns[VcpuState::Run as usize] as f64 / t as f64;
         let used = vc.used_ns as f64 / t as f64;
         assert!(run > 0.995, "%RUN {run}");
         assert!((used - 0.5 * run).abs() < 0.002, "%USED {used}, %RUN {run}");
-        assert!((vc.ht_ns as f64 / t as f64) > 0.995);
+        assert!((sched.ht_ns(v as u32) as f64 / t as f64) > 0.995);
     }
     // esxtop: each thread's PCPU USED 50%, the core's CORE UTIL 100%
     for p in 0..2 {
@@ -108,7 +108,7 @@ fn a_vm_alone_on_a_core_runs_at_full_speed() {
     let mut sched = sim.sched().clone();
     sched.account_all(t);
     assert_eq!(sched.vcpus[0].used_ns, sched.vcpus[0].time_ns[VcpuState::Run as usize]);
-    assert_eq!(sched.vcpus[0].ht_ns, 0);
+    assert_eq!(sched.ht_ns(0), 0);
 }
 
 /// With hyperthreading switched off a 2-thread host runs one vCPU per core: 4 pCPUs for 4
@@ -196,10 +196,10 @@ proptest! {
         }
         let mut sched = sim.sched().clone();
         sched.account_all(t);
-        for vc in &sched.vcpus {
+        for (v, vc) in sched.vcpus.iter().enumerate() {
             prop_assert_eq!(vc.time_ns[..6].iter().sum::<u64>(), t);
             let run = vc.time_ns[VcpuState::Run as usize];
-            prop_assert!(vc.used_ns <= run && vc.used_ns + vc.ht_ns / 2 + 1 >= run);
+            prop_assert!(vc.used_ns <= run && vc.used_ns + sched.ht_ns(v as u32) / 2 + 1 >= run);
         }
     }
 
@@ -228,3 +228,39 @@ proptest! {
     }
 }
 
+
+fn f64s(sim: &Simulation, table: &str, col: &str) -> Vec<f64> {
+    match sim.table(table).and_then(|t| t.column(col)) {
+        Some(vmtwin_core::metrics::Column::F64(v)) => v.clone(),
+        _ => panic!("{table}.{col}"),
+    }
+}
+
+/// The tables as esxtop shows an HT host: 3 busy VMs on 2 cores x 2 threads (4 pCPUs). Core 0
+/// or 1 runs two of them, the other one: per pCPU, %PCPU_USED is %PCPU_UTIL less half the time
+/// beside a busy sibling, %CORE_UTIL is the core's; the host's capacity is cores x MHz and its
+/// used MHz (charged) stays within it.
+#[test]
+fn tables_show_an_ht_host_as_esxtop_does() {
+    let t = 10 * S;
+    let vms = (0..3).map(|i| vm(&format!("v{i}"), 1, 1000, 0, None, near_busy())).collect();
+    let mut sim = Simulation::new(ht_spec(2, t, vms)).unwrap();
+    sim.run().unwrap();
+    let cap = f64s(&sim, "host", "capacity_mhz");
+    assert!(cap.iter().all(|&c| c == 2.0 * CORE_MHZ as f64), "{cap:?}");
+    let used_mhz = f64s(&sim, "host", "used_mhz");
+    assert!(used_mhz.iter().all(|&u| u <= 2.0 * CORE_MHZ as f64 * (1.0 + 1e-6)), "{used_mhz:?}");
+    let (util, used, core) = (f64s(&sim, "pcpu", "%PCPU_UTIL"), f64s(&sim, "pcpu", "%PCPU_USED"), f64s(&sim, "pcpu", "%CORE_UTIL"));
+    assert_eq!(util.len(), 4 * (t / (2 * S)) as usize);
+    for row in util.chunks(4).zip(used.chunks(4)).zip(core.chunks(4)).skip(1) {
+        let ((u, d), c) = row;
+        // 3 busy vCPUs on 4 threads: 3 threads busy, two of them siblings
+        let total_used: f64 = d.iter().sum();
+        assert!((total_used - 200.0).abs() < 2.0, "PCPU USED {d:?} (one whole core 100 + two halves)");
+        assert!((u.iter().sum::<f64>() - 300.0).abs() < 2.0, "PCPU UTIL {u:?}");
+        for k in 0..4 {
+            assert!(d[k] <= u[k] + 1e-9 && c[k] >= u[k] - 1e-9);
+            assert_eq!(c[k], c[k ^ 1], "siblings show their core's util");
+        }
+    }
+}

@@ -1130,9 +1130,13 @@ impl CpuSched {
         pc.run_guard = run_guard;
         pc.run_alloc = run_alloc;
         pc.run_vm = run_vm;
-        q.set_timer(p, now + slice.min(work), Event::SliceEnd { pcpu: p });
+        let mut at = now + slice.min(work);
         if self.ht.on {
-            self.ht_start(p, v, slice, now, q);
+            at = self.ht_slice_end(p, v, slice, now);
+        }
+        q.set_timer(p, at, Event::SliceEnd { pcpu: p });
+        if self.ht.on {
+            self.ht_after_start(p, v, now, q);
         }
     }
 

@@ -13,9 +13,12 @@
 //! so per vCPU `%RUN + %RDY + %WAIT + %CSTP = 100` over intervals the VM was on for. A VM's row
 //! sums its vCPUs (a 4-vCPU VM can show 400 %USED), as esxtop's VM group does. A VM powered on
 //! during an interval is measured from its power-on; powered-off VMs have no rows. The `pcpu`
-//! table has one row per pCPU: the share of the interval it ran vCPUs (esxtop's per-PCPU
-//! `PCPU UTIL(%)`; `PCPU USED(%)` is the same until hyperthreading and frequency scaling are
-//! modelled).
+//! table has one row per pCPU (per hardware thread with hyperthreading): the share of the
+//! interval it ran vCPUs (esxtop's per-PCPU `PCPU UTIL(%)`), what it was charged (`PCPU
+//! USED(%)`: beside a busy sibling thread only `ht_used_charge` of the time, else all of it) and
+//! the share its core had a thread running (`CORE UTIL(%)`; the pCPU's own util without
+//! hyperthreading). The host's `capacity_mhz` is cores x MHz, as vCenter shows it: a second
+//! thread adds no MHz, and `used_mhz` (charged) stays within it.
 
 use super::table::{Cells, Table, Value};
 use crate::cpu::{CpuSched, VcpuState, NONE, STATES};
@@ -55,6 +58,11 @@ pub struct Sampler {
     pub pcpu: Table,
     /// per pCPU, its busy ns at the previous sample
     prev_busy: Vec<u64>,
+    /// per pCPU, its charged ns at the previous sample; per core, its busy ns then
+    prev_pused: Vec<u64>,
+    prev_core: Vec<u64>,
+    /// scratch for one sample: per core, its busy ns over the interval
+    core_scratch: Vec<u64>,
     prev: Vec<[u64; STATES]>,
     prev_used: Vec<u64>,
     /// per vCPU, its migrations, cross-LLC and cross-node moves at the previous sample
@@ -128,11 +136,12 @@ struct HostCells {
 
 // The rows below define each table's schema too (`Sampler::new` writes one into a `Vec`).
 
-fn pcpu_row(c: &mut impl Cells, t: f64, pcpu: u32, util_pct: f64) {
+fn pcpu_row(c: &mut impl Cells, t: f64, pcpu: u32, util_pct: f64, used_pct: f64, core_util_pct: f64) {
     c.f64("time_s", t);
     c.u32("pcpu", pcpu);
     c.f64("%PCPU_UTIL", util_pct);
-    c.f64("%PCPU_USED", util_pct);
+    c.f64("%PCPU_USED", used_pct);
+    c.f64("%CORE_UTIL", core_util_pct);
 }
 
 fn host_row(c: &mut impl Cells, h: &HostCells) {
@@ -197,8 +206,11 @@ impl Sampler {
             host: schema(|c| host_row(c, &HostCells::default())),
             vm: schema(|c| vm_row(c, 0.0, 0, &r, &zero, 0.0)),
             vcpu: schema(|c| vcpu_row(c, 0.0, 0, 0, &zero, &[0; STATES], 0, &[0; 3], NONE)),
-            pcpu: schema(|c| pcpu_row(c, 0.0, 0, 0.0)),
+            pcpu: schema(|c| pcpu_row(c, 0.0, 0, 0.0, 0.0, 0.0)),
             prev_busy: vec![0; pcpus],
+            prev_pused: vec![0; pcpus],
+            prev_core: vec![0; pcpus],
+            core_scratch: Vec::new(),
             prev: vec![[0; STATES]; vcpus],
             prev_used: vec![0; vcpus],
             prev_moves: vec![[0; 3]; vcpus],
@@ -262,7 +274,7 @@ impl Sampler {
             vm_row(&mut self.vm.row(), t, vm as u32, r, &pct, used_mhz);
         }
         let p = sched.pcpu_count() as f64;
-        let cap = p * core_mhz as f64;
+        let cap = sched.core_count() as f64 * core_mhz as f64;
         let host = HostCells {
             time_s: t,
             pcpus: sched.pcpu_count() as u32,
@@ -275,10 +287,21 @@ impl Sampler {
         };
         host_row(&mut self.host.row(), &host);
         self.pcpu.reserve(self.prev_busy.len());
+        let cores = sched.core_count();
+        self.core_scratch.clear();
+        for c in 0..cores {
+            let busy = sched.core_busy_ns(c as u32, now);
+            self.core_scratch.push(busy - self.prev_core[c]);
+            self.prev_core[c] = busy;
+        }
         for (pc, prev) in self.prev_busy.iter_mut().enumerate() {
             let busy = sched.pcpu_busy_ns(pc as u32, now);
-            pcpu_row(&mut self.pcpu.row(), t, pc as u32, 100.0 * (busy - *prev) as f64 / interval);
+            let used = sched.pcpu_used_ns(pc as u32, now);
+            let core = self.core_scratch[sched.core_of(pc as u32) as usize];
+            let pct = |ns: u64| 100.0 * ns as f64 / interval;
+            pcpu_row(&mut self.pcpu.row(), t, pc as u32, pct(busy - *prev), pct(used - self.prev_pused[pc]), pct(core));
             *prev = busy;
+            self.prev_pused[pc] = used;
         }
         self.last = now;
     }

@@ -58,10 +58,11 @@
 //!   scheduler's per-vCPU counters (all, across LLCs, across nodes) and its NUMA home; remote
 //!   accesses are judged at the sample: all remote while the vCPU sits off its home node, none on
 //!   it, `1 - 1/nodes` for a VM without a home (memory interleaved, research/cpu.md C26). Memory
-//!   follows a moved home at once (ESX migrates it gradually). The scheduler keeps no
-//!   hyperthread-contended run time: co-runners on the LLC and the sibling's busy share are
-//!   estimated from the pCPUs' busy time over the interval (the vCPU's current pCPU's LLC and
-//!   core; co-running assumed independent of the vCPU's own run).
+//!   follows a moved home at once (ESX migrates it gradually). Co-runners on the LLC are
+//!   estimated from the pCPUs' busy time over the interval (the vCPU's current pCPU's LLC;
+//!   co-running assumed independent of the vCPU's own run). The run time beside a busy
+//!   hyperthread sibling is the scheduler's own count (`CpuSched::ht_ns`) when it runs on both
+//!   threads; otherwise (one vCPU per core) it is estimated the same way, and is 0.
 //! - Co-runners are assumed to have the same working set (equal LLC shares); memory bandwidth
 //!   contention is not modelled.
 //! - No PMU model: no multiplexing, no counter width, no vPMC save/restore.
@@ -219,6 +220,8 @@ pub struct PerfModel {
     /// per LLC: its pCPUs
     llc_pcpus: Vec<Vec<u32>>,
     prev_run: Vec<u64>,
+    /// per vCPU: its run ns beside a busy hyperthread sibling at the previous sample
+    prev_ht: Vec<u64>,
     /// per vCPU: its cumulative moves (all, across LLCs, across nodes) at the previous sample
     prev_moves: Vec<[u64; 3]>,
     prev_busy: Vec<u64>,
@@ -300,6 +303,7 @@ impl PerfModel {
             sibling,
             llc_pcpus,
             prev_run: vec![0; vcpus],
+            prev_ht: vec![0; vcpus],
             prev_moves: vec![[0; 3]; vcpus],
             prev_busy: vec![0; n],
             debt: vec![0.0; vcpus],
@@ -341,7 +345,10 @@ impl PerfModel {
             let llc_busy: u64 = self.llc_pcpus[llc].iter().map(|&q| self.busy[q as usize]).sum();
             facts.llc_corunners = (llc_busy.saturating_sub(run_ns)) as f64 / span;
             let s = self.sibling[p] as usize;
-            if s != p {
+            if sched.hyperthreading() {
+                // the scheduler keeps each vCPU's run time beside a busy sibling exactly
+                facts.ht_busy_ns = (sched.ht_ns(v as u32) - self.prev_ht[v]) as f64;
+            } else if s != p {
                 facts.ht_busy_ns = run_ns as f64 * (self.busy[s] as f64 / span).min(1.0);
             }
         }
@@ -367,6 +374,7 @@ impl PerfModel {
             let facts = self.read_facts(sched, v, now);
             let vc = &sched.vcpus[v];
             self.prev_run[v] = vc.time_ns[RUN];
+            self.prev_ht[v] = sched.ht_ns(v as u32);
             self.prev_moves[v] = [vc.migrations, vc.llc_migrations, vc.node_migrations];
             let Some(profile) = self.profiles.get(vm as usize).and_then(|p| p.as_ref()) else { continue };
             if !powered_on(vm) {

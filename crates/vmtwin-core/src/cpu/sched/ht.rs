@@ -6,7 +6,7 @@
 //! core's work per ns) while its sibling thread is idle and at `s = (1 + ht_core_gain) / 2`
 //! while the sibling runs a vCPU (`hw::thread_speed`). The rate of a running vCPU changes only
 //! when its sibling starts or stops, so each change settles the vCPU up to that instant at the
-//! old rate (`ht_settle`) and re-arms its slice timer for the new one (`ht_retime`):
+//! old rate (`ht_settle`) and starts its slice again at the new one (`ht_restart`):
 //!
 //! - its burst's work (`work_left`, in ns of a whole core) falls by `rate x dt`;
 //! - its virtual time (`key`) grows by `rate x dt / weight`: the scheduler is fair in work
@@ -14,7 +14,7 @@
 //!   and is owed the difference (the paper's partial charging, research/cpu.md A6.7);
 //! - %RUN counts wall time on the thread; %USED (`used_ns`) is charged `ht_used_charge` (0.5,
 //!   esxtop's rule, research/cpu.md C22) of the time the sibling was busy, in full otherwise;
-//! - `ht_ns` counts the run ns with the sibling busy (what the execution-speed model reads).
+//! - `ht_ns(v)` counts the run ns with the sibling busy (what the execution-speed model reads).
 //!
 //! Placement prefers a whole idle core to a thread whose sibling is busy at each distance
 //! (`ht_whole_core_first`, C21's order); a core that goes wholly idle takes the most-behind
@@ -32,7 +32,7 @@
 //! `CpuSchedParams`.
 //!
 //! # Counters
-//! Per vCPU `ht_ns` (run ns beside a busy sibling) and `used_ns` (charged); per pCPU its
+//! Per vCPU `ht_ns(v)` (run ns beside a busy sibling) and `used_ns` (charged); per pCPU its
 //! charged ns (`pcpu_used_ns`, esxtop's PCPU USED) and per core the ns either thread ran
 //! (`core_busy_ns`, esxtop's CORE UTIL).
 //!
@@ -49,7 +49,13 @@
 
 use super::{CpuSched, VcpuState, NONE};
 use crate::hw::{may_share, HtSharing};
-use crate::sim::{ns_f, Event, EventQueue, Time};
+use crate::sim::{ns_f, EventQueue, Time};
+
+/// Cancel pCPU `p`'s slice timer, out of the hot path.
+#[inline(never)]
+fn disarm(q: &mut EventQueue, p: u32) {
+    q.cancel_timer(p);
+}
 
 /// Hyperthreading state of one scheduler (empty vectors when HT is off).
 #[derive(Debug, Clone, Default)]
@@ -76,6 +82,11 @@ pub(super) struct Ht {
     sharing: Vec<(HtSharing, u32)>,
     /// a compensation or whole-core move is in progress (no nested moves)
     moving: bool,
+    /// `start` is restarting a slice whose rate changed (`ht_restart`)
+    restart: bool,
+    /// per vCPU: run ns beside a busy sibling (kept here, not in `Vcpu`, whose size the hot
+    /// path's indexing is sensitive to)
+    vcpu_ns: Vec<u64>,
 }
 
 impl Ht {
@@ -96,6 +107,8 @@ impl Ht {
             core_since: vec![Time::MAX; pcpus / 2],
             sharing: vcpus_per_vm.iter().map(|&n| (HtSharing::Any, n)).collect(),
             moving: false,
+            restart: false,
+            vcpu_ns: vec![0; vcpus_per_vm.iter().sum::<u32>() as usize],
         }
     }
 }
@@ -104,6 +117,12 @@ impl CpuSched {
     /// Hyperthreading is in force: every thread of every core is a pCPU.
     pub fn hyperthreading(&self) -> bool {
         self.ht.on
+    }
+
+    /// Cumulative run ns of vCPU `v` on a thread whose sibling was busy, up to its last settle
+    /// (`account_all` brings it to now); 0 without hyperthreading.
+    pub fn ht_ns(&self, v: u32) -> u64 {
+        self.ht.vcpu_ns.get(v as usize).copied().unwrap_or(0)
     }
 
     /// Number of cores under the pCPUs.
@@ -190,6 +209,8 @@ impl CpuSched {
     /// Bring the vCPU running on `p` up to `now` at its rate: key (and the fair clock), work,
     /// RUN and USED, `ht_ns`, the pCPU's busy time and its limit buckets. The slice and the key
     /// restart from `now`.
+    #[cold]
+    #[inline(never)]
     pub(super) fn ht_settle(&mut self, p: u32, now: Time) {
         let pi = p as usize;
         let v = self.pcpus[pi].running;
@@ -217,37 +238,67 @@ impl CpuSched {
         vc.used_ns += run - discount;
         vc.since = now;
         if r < 1.0 {
-            vc.ht_ns += dt;
+            self.ht.vcpu_ns[v as usize] += dt;
         }
         if vc.limited | vc.cosched {
             self.stop_bound(v, dt, now);
         }
     }
 
-    /// Set the rate of the vCPU running on `p` (settled first) and re-arm its slice timer for
-    /// the moment its work or its slice ends at that rate.
-    fn ht_retime(&mut self, p: u32, rate: f64, now: Time, q: &mut EventQueue) {
-        let pi = p as usize;
-        self.ht_settle(p, now);
-        self.ht.rate[pi] = rate;
-        let v = self.pcpus[pi].running;
-        let vc = &self.vcpus[v as usize];
-        let inv = vc.inv_weight * rate;
-        let (key, work) = (vc.key, vc.work_left);
-        let pc = &mut self.pcpus[pi];
-        pc.run_inv_weight = inv;
-        pc.run_key0 = key - ns_f(now) * inv;
-        let done = now + (ns_f(work) / rate).ceil() as Time;
-        q.set_timer(p, done.min(self.ht.cap_at[pi]).max(now), Event::SliceEnd { pcpu: p });
+    /// The rate of the vCPU running on `p` changed (its sibling started or stopped): settle
+    /// it at the old rate and start its slice again, so that `start` sets the rate and arms
+    /// the timer (the one place a slice timer is set: a second `set_timer` call site made the
+    /// compiler outline it, +3% instructions on bench-64vm with hyperthreading off). The
+    /// restart keeps the slice's end bound and is not counted as a dispatch.
+    #[cold]
+    #[inline(never)]
+    fn ht_restart(&mut self, p: u32, now: Time, q: &mut EventQueue) {
+        let v = self.stop(p, now);
+        self.ht.restart = true;
+        self.start(p, v, now, q);
+        self.ht.restart = false;
     }
 
-    /// After `start` put `v` on `p` with a slice bound of `cap` ns (quantum and limits): the
-    /// rates of `p` and its sibling, the core's busy time, htsharing, and compensation.
-    pub(super) fn ht_start(&mut self, p: u32, v: u32, cap: Time, now: Time, q: &mut EventQueue) {
+    /// `start` is putting `v` on `p` with a slice bound of `cap` ns (quantum and limits): set
+    /// its rate from the sibling thread and return when the slice ends, at the bound or when
+    /// its work is done at that rate.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn ht_slice_end(&mut self, p: u32, v: u32, cap: Time, now: Time) -> Time {
+        let pi = p as usize;
+        let bound = now.saturating_add(cap);
+        if self.ht.restart {
+            self.stats.dispatches -= 1;
+            self.ht.cap_at[pi] = self.ht.cap_at[pi].min(bound);
+        } else {
+            self.ht.cap_at[pi] = bound;
+        }
+        let rate = if self.pcpus[pi ^ 1].running != NONE { self.ht.speed } else { 1.0 };
+        self.ht.rate[pi] = rate;
+        let vc = &self.vcpus[v as usize];
+        let work = vc.work_left;
+        if rate != 1.0 {
+            let inv = vc.inv_weight * rate;
+            let key = vc.key;
+            let pc = &mut self.pcpus[pi];
+            pc.run_inv_weight = inv;
+            pc.run_key0 = key - ns_f(now) * inv;
+        }
+        let done = now + (ns_f(work) / rate).ceil() as Time;
+        done.min(self.ht.cap_at[pi]).max(now)
+    }
+
+    /// After `start` put `v` on `p` and armed its timer: htsharing (a vCPU that may not run
+    /// beside its sibling's goes back to the queue), the core's busy time, the sibling's rate,
+    /// and compensation.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn ht_after_start(&mut self, p: u32, v: u32, now: Time, q: &mut EventQueue) {
+        if self.ht.restart {
+            return;
+        }
         let pi = p as usize;
         let s = pi ^ 1;
-        self.ht.cap_at[pi] = now.saturating_add(cap);
-        self.ht.rate[pi] = 1.0;
         if !self.ht_admits(p, v) {
             // htsharing: it may not run beside its sibling's vCPU; back to the queue
             let r = self.stop(p, now);
@@ -255,7 +306,7 @@ impl CpuSched {
             self.enqueue(p, r);
             self.idle[pi] = true;
             self.idle_count += 1;
-            q.cancel_timer(p);
+            disarm(q, p);
             self.ht_went_idle(p, now, q);
             return;
         }
@@ -264,10 +315,8 @@ impl CpuSched {
             self.ht.core_since[c] = now;
         }
         if self.pcpus[s].running != NONE {
-            let speed = self.ht.speed;
-            self.ht_retime(p, speed, now, q);
-            if self.ht.rate[s] != speed {
-                self.ht_retime(s as u32, speed, now, q);
+            if self.ht.rate[s] != self.ht.speed {
+                self.ht_restart(s as u32, now, q);
             }
         } else if self.params.ht_compensation && !self.ht.moving {
             self.ht_compensate(p, v, now, q);
@@ -276,6 +325,8 @@ impl CpuSched {
 
     /// `v` starts a slice on whole core `p`: if the running vCPU on a partial core furthest
     /// behind is behind `v` by more than the wake-up margin, they swap threads.
+    #[cold]
+    #[inline(never)]
     fn ht_compensate(&mut self, p: u32, v: u32, now: Time, q: &mut EventQueue) {
         let now_f = ns_f(now);
         let margin = self.params.wake_preempt_margin_ns as f64;
@@ -313,12 +364,14 @@ impl CpuSched {
     /// `p` just went idle: its sibling's vCPU (if any) speeds up; if the whole core is idle,
     /// its busy time stops, and with `ht_whole_core_first` it takes the most-behind vCPU off a
     /// core whose two threads both run.
+    #[cold]
+    #[inline(never)]
     pub(super) fn ht_went_idle(&mut self, p: u32, now: Time, q: &mut EventQueue) {
         let pi = p as usize;
         let s = pi ^ 1;
         if self.pcpus[s].running != NONE {
             if self.ht.rate[s] != 1.0 {
-                self.ht_retime(s as u32, 1.0, now, q);
+                self.ht_restart(s as u32, now, q);
             }
             return;
         }
@@ -362,6 +415,8 @@ impl CpuSched {
     /// any idle thread without `ht_whole_core_first`), else by distance (its last pCPU's LLC,
     /// its home node or last node, anywhere), a whole idle core before a partial one at each
     /// distance; only threads `v` may share a core on. With `numa_confine`, only its home node.
+    #[cold]
+    #[inline(never)]
     pub(super) fn ht_idle_near(&self, v: u32, last: u32) -> u32 {
         let whole_first = self.params.ht_whole_core_first;
         let partial = |p: usize| whole_first && self.pcpus[p ^ 1].running != NONE;
@@ -399,6 +454,8 @@ impl CpuSched {
     }
 
     /// Settle every running vCPU up to `now` (before sampling or reweighting).
+    #[cold]
+    #[inline(never)]
     pub(super) fn ht_settle_all(&mut self, now: Time) {
         for p in 0..self.pcpus.len() as u32 {
             self.ht_settle(p, now);
@@ -406,6 +463,8 @@ impl CpuSched {
     }
 
     /// After weights change: the running vCPUs' key lines at their rates.
+    #[cold]
+    #[inline(never)]
     pub(super) fn ht_rekey_running(&mut self, now: Time) {
         let now_f = ns_f(now);
         for (p, pc) in self.pcpus.iter_mut().enumerate() {
