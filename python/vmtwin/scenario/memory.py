@@ -169,6 +169,10 @@ class GuestMemory(_Model):
     touch_rate: NonNegFloat = Field(10000.0, description="Pages touched per second of CPU work.")
     write_fraction: Unit = Field(0.0, description="Fraction of touches that write new contents.")
     pattern: Literal["random", "sequential"] = Field("random", description="random, or sequential round-robin.")
+    hot_block: Optional[Bytes] = Field(None, description="Sequential only: after hot_block_after_passes passes over "
+                                       "the working set, read only its first hot_block bytes round-robin.")
+    hot_block_after_passes: Annotated[int, Strict(), Field(ge=0, le=2**32 - 1)] = Field(
+        1, description="Passes over the whole working set before the hot block (default 1).")
     balloon_driver: Annotated[bool, Strict()] = Field(True, description="Whether the guest runs the balloon driver.")
     overhead: Bytes = Field("32MB", description="The VM's overhead memory (frame buffer, page tables).")
     swap_datastore: Optional[Name] = Field(None, description="Datastore of the VM's swap file (needs a storage "
@@ -223,6 +227,9 @@ def memory_errors(sc: "Scenario") -> Optional[ScenarioError]:
             return scenario_error(f"vms[{i}].guest_memory.working_set", _fmt(ws),
                                   f"at least 4 KiB, and with working_set_offset ({_fmt(g.working_set_offset)}) "
                                   f"inside the configured memory, {_fmt(size)}")
+        if g.hot_block is not None and (g.pattern != "sequential" or not PAGE_BYTES <= g.hot_block <= ws):
+            return scenario_error(f"vms[{i}].guest_memory.hot_block", _fmt(g.hot_block),
+                                  f"with pattern: sequential, at least 4 KiB and at most the working set, {_fmt(ws)}")
         if g.content.os_fraction + g.content.app_fraction > 1.0:
             return scenario_error(f"vms[{i}].guest_memory.content.app_fraction", g.content.app_fraction,
                                   f"at most 1 - os_fraction = {1.0 - g.content.os_fraction:g}")
@@ -326,6 +333,8 @@ def engine_section(sc: "Scenario") -> dict:
                 "pages_per_cpu_s": g.touch_rate,
                 "write_fraction": g.write_fraction,
                 "pattern": g.pattern,
+                "hot_block_bytes": g.hot_block,
+                "hot_block_after_passes": g.hot_block_after_passes,
             },
             "swap_datastore": datastores[i],
             "guest_os": None if g.guest_os is None else {

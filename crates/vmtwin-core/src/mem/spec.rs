@@ -183,11 +183,32 @@ pub struct TouchSpec {
     /// where touches land
     #[serde(default)]
     pub pattern: TouchPattern,
+    /// a hot block, bytes from the start of the working set: after `hot_block_after_passes`
+    /// round-robin passes over the working set the touches go round-robin over this block
+    /// only (the 2013 paper's experiment b: write 15 GB, then read a fixed 1.875 GB block
+    /// [S2 §4.1]); sequential pattern only
+    #[serde(default)]
+    pub hot_block_bytes: Option<u64>,
+    /// passes over the whole working set before the hot block (default 1)
+    #[serde(default = "default_passes")]
+    pub hot_block_after_passes: u32,
+}
+
+fn default_passes() -> u32 {
+    1
 }
 
 impl Default for TouchSpec {
     fn default() -> Self {
-        TouchSpec { working_set_bytes: None, working_set_offset_bytes: 0, pages_per_cpu_s: default_touch_rate(), write_fraction: 0.0, pattern: TouchPattern::Random }
+        TouchSpec {
+            working_set_bytes: None,
+            working_set_offset_bytes: 0,
+            pages_per_cpu_s: default_touch_rate(),
+            write_fraction: 0.0,
+            pattern: TouchPattern::Random,
+            hot_block_bytes: None,
+            hot_block_after_passes: default_passes(),
+        }
     }
 }
 
@@ -256,6 +277,14 @@ impl MemorySpec {
                     format!("{ws} bytes at offset {}", t.working_set_offset_bytes),
                     format!("a non-empty range inside the configured memory, {bytes} bytes")
                 );
+            }
+            if let Some(hb) = t.hot_block_bytes {
+                if t.pattern != TouchPattern::Sequential {
+                    invalid!(format!("{path}.guest_memory.hot_block"), format!("{hb} bytes"), "a hot block with pattern: sequential only");
+                }
+                if pages_of(hb) == 0 || hb > ws {
+                    invalid!(format!("{path}.guest_memory.hot_block"), format!("{hb} bytes"), format!("at least one page and at most the working set, {ws} bytes"));
+                }
             }
             ContentSpec::from(&v.content).validate(&format!("{path}.guest_memory.content"))?;
             if let Some(g) = &v.guest_os {

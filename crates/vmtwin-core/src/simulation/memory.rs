@@ -78,6 +78,10 @@ struct Touch {
     cursor: u32,
     /// through the guest OS model: `start` is 0 and pages are anonymous (guest-virtual) pages
     guest: bool,
+    /// sequential only: (hot block pages, passes over the working set before it)
+    hot: Option<(u32, u32)>,
+    /// completed round-robin passes over the current span
+    passes: u32,
 }
 
 /// A vCPU's memory side: its stream, the fractional touch carried over, and a burst waiting on
@@ -204,6 +208,8 @@ impl Memory {
                     start: if guest { 0 } else { pages_of(t.working_set_offset_bytes) as u32 },
                     pages: if guest { v.anon_pages(b).max(1) } else { pages_of(t.working_set_bytes.unwrap_or(b)).max(1) as u32 },
                     guest,
+                    hot: t.hot_block_bytes.map(|b| ((pages_of(b) as u32).max(1), t.hot_block_after_passes)),
+                    passes: 0,
                     per_ns: t.pages_per_cpu_s / NS_PER_S as f64,
                     write_fraction: t.write_fraction,
                     pattern: t.pattern,
@@ -302,8 +308,18 @@ impl Memory {
                 + match t.pattern {
                     TouchPattern::Random => ((g.rng.uniform() * f64::from(t.pages)) as u32).min(t.pages - 1),
                     TouchPattern::Sequential => {
-                        let c = t.cursor;
-                        t.cursor = (c + 1) % t.pages;
+                        // round-robin over the working set, or over the hot block once its
+                        // passes are done
+                        let span = match t.hot {
+                            Some((hot, after)) if t.passes >= after => hot,
+                            _ => t.pages,
+                        };
+                        let c = t.cursor % span;
+                        t.cursor = c + 1;
+                        if t.cursor == span {
+                            t.cursor = 0;
+                            t.passes += 1;
+                        }
                         c
                     }
                 };
