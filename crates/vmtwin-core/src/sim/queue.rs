@@ -291,8 +291,9 @@ impl EventQueue {
         self.wheel_len += 1;
     }
 
-    /// Arm timer `slot` to fire `event` at `time`, replacing whatever it held.
-    #[inline]
+    /// Arm timer `slot` to fire `event` at `time`, replacing whatever it held. Always inlined
+    /// into its one caller, the slice start: as a call it cost about 4% of bench-64vm.
+    #[inline(always)]
     pub fn set_timer(&mut self, slot: u32, time: Time, event: Event) {
         self.seq += 1;
         self.slots[slot as usize] = event;
