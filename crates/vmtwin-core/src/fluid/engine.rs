@@ -162,7 +162,8 @@ impl FluidSim {
         let mut sim = FluidSim {
             core_mhz: topo.core_mhz as f64,
             capacity_mhz: topo.capacity_mhz() as f64,
-            pcpus: topo.len() as u32,
+            // the event mode's pCPUs: every thread with hyperthreading, else one per core
+            pcpus: (if spec.cpu_sched.hyperthreading { topo.len() } else { topo.cores() }) as u32,
             vcpus,
             pools,
             vms,
@@ -464,9 +465,10 @@ impl FluidSim {
         }
         let p = self.pcpus as f64;
         let util = f(100.0 * run_total as f64 / (interval * p));
-        let host = [t, self.pcpus as u64, f(p * core), f(run_total as f64 / interval * core), util, util, f(ready_total as f64 / interval), on as u64];
+        // capacity is cores x MHz whatever the threads (vCenter's; the allocation splits it)
+        let host = [t, self.pcpus as u64, f(self.capacity_mhz), f(run_total as f64 / interval * core), util, util, f(ready_total as f64 / interval), on as u64];
         host_rows.push(host);
-        pcpu_rows.extend((0..self.pcpus as u64).map(|pc| [t, pc, util, util]));
+        pcpu_rows.extend((0..self.pcpus as u64).map(|pc| [t, pc, util, util, util]));
         self.last_sample = now;
         if vcpu_rows.len() + pcpu_rows.len() >= FLUSH_ROWS {
             self.flush();
@@ -518,7 +520,7 @@ const VM_HEAD: [(&str, Kind); 3] = [("time_s", F), ("vm_id", U32), ("vcpus", U32
 const VM_FACTS: [(&str, Kind); 7] = [("used_mhz", F), ("entitlement_mhz", F), ("demand_mhz", F), ("demand_est_mhz", F), ("shares", U32), ("reservation_mhz", F), ("limit_mhz", F)];
 const VCPU_HEAD: [(&str, Kind); 3] = [("time_s", F), ("vm_id", U32), ("vcpu", U32)];
 const VCPU_NS: [(&str, Kind); 7] = [("run_ns", U64), ("ready_ns", U64), ("wait_ns", U64), ("idle_ns", U64), ("mlmtd_ns", U64), ("costop_ns", U64), ("used_ns", U64)];
-const PCPU_CELLS: [(&str, Kind); 4] = [("time_s", F), ("pcpu", U32), ("%PCPU_UTIL", F), ("%PCPU_USED", F)];
+const PCPU_CELLS: [(&str, Kind); 5] = [("time_s", F), ("pcpu", U32), ("%PCPU_UTIL", F), ("%PCPU_USED", F), ("%CORE_UTIL", F)];
 const VM_N: usize = VM_HEAD.len() + PCT_CELLS.len() + VM_FACTS.len();
 const VCPU_N: usize = VCPU_HEAD.len() + PCT_CELLS.len() + VCPU_NS.len();
 const PCPU_N: usize = PCPU_CELLS.len();
