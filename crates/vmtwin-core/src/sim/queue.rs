@@ -395,7 +395,7 @@ impl EventQueue {
     }
 
     /// Move the hole at `i` up until `key` fits there.
-    #[inline]
+    #[inline(always)]
     fn sift_up(&mut self, mut i: usize, key: u128) {
         while i > 0 {
             let parent = (i - 1) / ARITY;
