@@ -10,7 +10,8 @@
 //! stand-in's `standin_read_ns` / `standin_write_ns`. Per VM: reservation, limit, shares,
 //! overhead, balloon driver, content, image, the touch profile (`working_set_bytes`,
 //! `working_set_offset_bytes`, `pages_per_cpu_s` = 10,000 by default, chosen; `write_fraction`,
-//! `pattern`) and the swap file's datastore.
+//! `pattern`, `hot_block_bytes`, `hot_block_after_passes`), the swap file's datastore, and the
+//! guest OS model (`guest_os`, [`crate::mem::guest::GuestParams`]) with the disk it swaps to.
 //!
 //! # Counters
 //! None: the spec only describes (the `mem` tables are sampled in `simulation/memory.rs`).
