@@ -135,3 +135,9 @@ def test_bad_guest_os_input_names_the_field(edit, field, words):
     with pytest.raises(ScenarioError) as exc:
         parse_scenario(s).to_engine_spec()
     assert str(exc.value).startswith(field) and words in str(exc.value), exc.value
+
+
+def test_same_seed_gives_identical_guest_tables():
+    sc = scenario(ws_mb=170, rate=6000, duration="20s")
+    a, b = run(sc), run(sc)
+    assert a[1].equals(b[1]) and a[0].equals(b[0])
