@@ -79,9 +79,9 @@
 //! - Within an LLC moves are cheap (40 us), so on an overcommitted host most wake-ups that
 //!   preempt still move the waker to another core of its LLC.
 //! - A VM's weight is split evenly over its vCPUs, whatever each vCPU demands.
-//! - The demand estimate counts READY time as demand, as runnable time is what a vCPU wanted;
-//!   on a host loaded near 100% by open-loop work, wake-ups colliding on busy pCPUs inflate the
-//!   estimates of VMs that get all they want, which can tip the host into looking contended.
+//! - The demand estimate (`update_demand`) cannot tell a backlogged vCPU from one whose
+//!   wake-ups collide often; near 100% load (a vCPU at 83% with 15% READY and 2% idle) it reads
+//!   the second as nearly the first and errs high, by up to its READY share.
 //! - Near 100% load, finite runs end with work still queued in the guests: usage then trails
 //!   the max-min allocation by that backlog, as any queue near saturation does.
 
@@ -94,6 +94,11 @@ use super::params::CpuSchedParams;
 use super::runqueue::QueueSet;
 use crate::hw::Topology;
 use crate::sim::{ns_f, Event, EventQueue, Time};
+
+/// Power of the waiting share in the demand estimate (`update_demand`): held time counts as
+/// demand in proportion to `(held / (held + idle))^p`. 3: chosen on the max-min census
+/// (scripts/maxmin_census.py); higher makes transient waits count less and lingering ones the same.
+const DEMAND_WAIT_POWER: i32 = 3;
 
 /// Lowest weight a vCPU can have, in pCPUs (a few Hz): a VM whose entitlement is zero (the
 /// host fully reserved by others) still has a finite virtual-time rate.
@@ -208,10 +213,12 @@ pub struct Vcpu {
     pub pcpu: u32,
     /// CPU work left in the current burst, ns
     pub work_left: Time,
-    /// EWMA of the runnable fraction, in pCPUs
+    /// EWMA of the demand estimate, in pCPUs (see `update_demand`)
     pub demand: f64,
-    /// runnable ns (run + ready + mlmtd) at the last demand update
+    /// runnable ns (run + ready + mlmtd + costop) at the last demand update
     pub runnable_mark: u64,
+    /// run ns at the last demand update
+    pub ran_mark: u64,
     /// when the demand estimate was last updated (or the vCPU powered on)
     pub demand_since: Time,
     /// the estimate holds a measurement, not the power-on guess
@@ -420,6 +427,7 @@ impl CpuSched {
                     work_left: 0,
                     demand: 1.0,
                     runnable_mark: 0,
+                    ran_mark: 0,
                     demand_since: 0,
                     demand_measured: false,
                     migrations: 0,
@@ -604,6 +612,7 @@ impl CpuSched {
             vc.state = VcpuState::Idle;
             vc.key = clock;
             vc.runnable_mark = vc.runnable_ns();
+            vc.ran_mark = vc.time_ns[VcpuState::Run as usize];
             vc.demand_since = now;
             if vc.home != NONE {
                 self.node_vcpus[vc.home as usize] += 1;
@@ -805,6 +814,14 @@ impl CpuSched {
             (Some(_), Some(a)) => {
                 let (core, burst) = (self.core_mhz, self.params.limit_burst_ns);
                 s.bucket.as_mut().expect("a limit has a bucket").set_limit(a, core, burst, now);
+                // a pending refill was timed at the old rate (at a share of a few Hz, tens of
+                // seconds away): release what it held, to be held again at the new rate
+                if s.refill_pending {
+                    s.refill_gen = s.refill_gen.wrapping_add(1);
+                    s.refill_pending = false;
+                    self.release_held(vm, now, q);
+                    self.settle_cosched(now, q);
+                }
             }
             (None, Some(a)) => {
                 let mut b = TokenBucket::new(a, self.core_mhz, self.params.limit_burst_ns, now);
@@ -1643,10 +1660,26 @@ impl CpuSched {
         }
     }
 
-    /// Update every powered-on vCPU's demand estimate from its runnable time since the last
-    /// update (at most `interval` ns): `demand = w * runnable/span + (1 - w) * demand`, in pCPUs.
-    /// Runnable time (RUN + READY + MLMTD) is what the vCPU wanted; it is not capped by the
-    /// limit. The first measurement after power-on replaces the guess the estimate starts from
+    /// Update every powered-on vCPU's demand estimate from its time since the last update (at
+    /// most `interval` ns): `demand = w * x + (1 - w) * demand`, in pCPUs, where
+    ///
+    /// ```text
+    ///     x = (run + held * (held / (held + rest))^p) / span
+    /// ```
+    ///
+    /// `held` is its READY + MLMTD + COSTOP time in the span (it wanted to run and was kept
+    /// from it), `rest` its idle and wait time, `p` = [`DEMAND_WAIT_POWER`]. The estimate is what
+    /// the vCPU would use with no contention and no limit (vCenter's demand), and the question is
+    /// how much of its held time was demand left unserved. A vCPU that never idles is backlogged:
+    /// all of it was (`x = (run + held) / span`). One that mostly idles met transient
+    /// collisions: its wake-ups waited on busy pCPUs, but its queue emptied and the work it
+    /// delayed was done later, so its run time alone is its demand. Counting every held ns
+    /// (the runnable share) inflated such a VM's estimate by its whole ready share, and the
+    /// water-fill took that excess from the VMs held back (a duty-0.67 VM with 5% ready estimated
+    /// at 0.72, a floor-bound neighbour 6 points of a pCPU over its allocation). The weight
+    /// `(held / (held + rest))^p` is 1 for the first kind and near 0 for the second, so the
+    /// estimate errs by `held^(p+1) / (held + rest)^p`, second order and smaller in the ready
+    /// share. The first measurement after power-on replaces the guess the estimate starts from
     /// (a whole pCPU per vCPU) instead of blending with it, so a VM's entitlement reflects what it
     /// does after one interval rather than three or four.
     pub fn update_demand(&mut self, now: Time, interval: Time) {
@@ -1661,8 +1694,14 @@ impl CpuSched {
                 continue;
             }
             let runnable = vc.runnable_ns();
-            let frac = ((runnable - vc.runnable_mark) as f64 / span as f64).min(1.0);
+            let ran = vc.time_ns[VcpuState::Run as usize];
+            let run = (ran - vc.ran_mark) as f64;
+            let held = (runnable - vc.runnable_mark) as f64 - run;
+            let rest = (span as f64 - run - held).max(0.0);
+            let waited = if held > 0.0 { held * (held / (held + rest)).powi(DEMAND_WAIT_POWER) } else { 0.0 };
+            let frac = ((run + waited) / span as f64).min(1.0);
             vc.runnable_mark = runnable;
+            vc.ran_mark = ran;
             vc.demand_since = now;
             // the first measurement replaces the power-on guess rather than blending with it
             vc.demand = if vc.demand_measured { w * frac + (1.0 - w) * vc.demand } else { frac };
