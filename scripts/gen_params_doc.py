@@ -71,6 +71,8 @@ def render() -> str:
             default = defaults[engine_section][field]
             if isinstance(default, str):
                 shown = f"`{default}`"
+            elif isinstance(default, (dict, list)):
+                shown = "none" if not default else f"`{json.dumps(default)}`"
             else:
                 shown = f"{default:,}" if isinstance(default, int) else f"{default:g}"
             lines.append(f"| `{key}` | `{field}` | {unit} | {shown} | {doc.replace('|', '/')} |")

@@ -85,6 +85,11 @@ _UNITLESS_SCHED_KEYS = (
     "numa_rebalance_imbalance",
     "migration_throttle",
     "migration_throttle_share",
+    "hyperthreading",
+    "ht_core_gain",
+    "ht_used_charge",
+    "ht_whole_core_first",
+    "ht_compensation",
 )
 
 
@@ -140,6 +145,21 @@ class CpuScheduler(_Model):
     migration_throttle_share: Optional[Annotated[float, Strict(), Field(gt=0.0, le=1.0)]] = Field(
         None, description="Load share of its pCPU at which throttling keeps a vCPU in place, in (0, 1]."
     )
+    hyperthreading: Optional[Annotated[bool, Strict()]] = Field(
+        None, description="Run vCPUs on both threads of a threads_per_core: 2 host: true (default) or false (docs/hyperthreading.md)."
+    )
+    ht_core_gain: Optional[Annotated[float, Strict(), Field(ge=0.0, le=1.0)]] = Field(
+        None, description="Extra throughput of a core with both threads busy, in [0, 1]; each thread then does (1 + gain) / 2. Default 0.25."
+    )
+    ht_used_charge: Optional[Annotated[float, Strict(), Field(gt=0.0, le=1.0)]] = Field(
+        None, description="Share of run time beside a busy sibling thread charged in %USED, in (0, 1]. Default 0.5 (esxtop)."
+    )
+    ht_whole_core_first: Optional[Annotated[bool, Strict()]] = Field(
+        None, description="Prefer a whole idle core to a thread beside a busy one: true (default) or false."
+    )
+    ht_compensation: Optional[Annotated[bool, Strict()]] = Field(
+        None, description="Give whole cores in turn to vCPUs stuck beside busy siblings: true (default) or false."
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -153,6 +173,9 @@ class VmCpu(_Model):
     shares: Shares = Field("normal", description="low|normal|high (500/1000/2000 per vCPU) or a custom integer for the whole VM.")
     reservation: Mhz = Field("0MHz", description="Guaranteed MHz, e.g. '1000MHz'.")
     limit: LimitMhz = Field(None, description="Upper bound in MHz, or 'unlimited'.")
+    ht_sharing: Literal["any", "internal", "none"] = Field(
+        "any", description="sched.cpu.htsharing: who may run on the other thread of its vCPUs' cores (any, internal, none)."
+    )
 
 
 class PoolCpu(_Model):
@@ -396,6 +419,11 @@ class Scenario(_Model):
             }
             for p in _parents_first(self.resource_pools)
         ]
+        ht_sharing = {
+            name: vm.cpu.ht_sharing for vm in self.vms if vm.cpu.ht_sharing != "any" for name in vm.expanded_names()
+        }
+        if ht_sharing:
+            sched["ht_sharing"] = ht_sharing
         vms = []
         shaped: dict[tuple, dict] = {}  # VMs replaying the same trace the same way share one spec
         for i, vm in enumerate(self.vms):

@@ -140,7 +140,8 @@ pub struct CpuSchedParams {
     /// time". Default on.
     pub ht_compensation: bool,
     /// `sched.cpu.htsharing` per VM, by VM name: `any` (the default for VMs not listed),
-    /// `internal` or `none` (`hw::HtSharing`).
+    /// `internal` or `none` (`hw::HtSharing`). In a scenario it is set per VM, as
+    /// `vms[].cpu.ht_sharing`.
     pub ht_sharing: BTreeMap<String, HtSharing>,
 }
 
