@@ -42,8 +42,10 @@
 //! would otherwise idle (`borrower`), so limited VMs whose refills fall at the same time do not
 //! leave CPU idle that others could use.
 //!
-//! Capacity is cores: until hyperthreading is modelled (its own issue), the scheduler runs one
-//! vCPU per core and a core's second thread adds nothing.
+//! Hyperthreading (`sched/ht.rs`): with `hyperthreading` on and two threads per core, every
+//! thread is a pCPU; a vCPU beside a busy sibling thread runs at `(1 + ht_core_gain) / 2` of a
+//! core, is charged that in virtual time and `ht_used_charge` of its time in %USED; whole idle
+//! cores are taken first, and compensation gives whole cores in turn. Off, one vCPU per core.
 //!
 //! Every vCPU is in exactly one state at a time (RUN, READY, MLMTD, WAIT, WAIT_IDLE, or OFF
 //! before power-on), and the time in each state is accumulated on every transition, so
@@ -61,14 +63,14 @@
 //! [`CpuSchedParams::without_locality`] gives the scheduler as it was before locality.
 //!
 //! # Counters
-//! Per vCPU, cumulative ns: `run`, `ready`, `mlmtd`, `wait`, `idle`, `used` (charged time; equal
-//! to run until hyperthread charging arrives); `migrations`, `llc_migrations`,
+//! Per vCPU, cumulative ns: `run`, `ready`, `mlmtd`, `wait`, `idle`, `used` (charged time; run
+//! time, less `1 - ht_used_charge` of the time beside a busy hyperthread sibling); `migrations`, `llc_migrations`,
 //! `node_migrations` (slices started on another pCPU, another LLC, another node); `home` (NUMA
 //! home node); `load_share`. Per scheduler: `dispatches`, `preemptions`, `migrations`,
 //! `llc_migrations`, `node_migrations`, `costops`, `numa_moves`.
 //!
 //! # Known gaps
-//! - Hyperthreading is not modelled (one vCPU per core); strict and relaxed-3x co-scheduling
+//! - Strict and relaxed-3x co-scheduling
 //!   are not in the engine; no scheduler cells, vSMP consolidation, inter-VM cache affinity or
 //!   extended fairness. The NUMA balancer moves only VMs of one client; a wide VM's clients
 //!   keep the homes power-on gave them.
@@ -402,7 +404,7 @@ pub struct CpuSched {
 
 impl CpuSched {
     /// A scheduler for `topo` with VMs of the given vCPU counts, all powered off. It schedules
-    /// on one thread per core (capacity is cores until hyperthreading is modelled).
+    /// on every thread with `hyperthreading` on and two threads per core, else on one per core.
     pub fn new(topo: &Topology, params: CpuSchedParams, vcpus_per_vm: &[u32]) -> Self {
         let ht_on = params.hyperthreading && topo.threads_per_core == 2;
         let cores: Vec<_> = topo.pcpus.iter().filter(|p| ht_on || p.thread == 0).copied().collect();
@@ -985,8 +987,8 @@ impl CpuSched {
 
     /// An idle pCPU for `v`: its last pCPU, else one in that pCPU's LLC (`llc_aware`), else one
     /// in its home node (or, without one, its last pCPU's node), else the lowest-numbered. The
-    /// order of research/cpu.md C21 (whole and partial cores are the same until hyperthreading
-    /// is modelled).
+    /// order of research/cpu.md C21 (with hyperthreading, `ht_idle_near` also puts whole idle
+    /// cores before partial ones).
     /// With `numa_confine`, only pCPUs of its home node qualify, and there may be none
     /// ([`NONE`]).
     fn idle_pcpu_near(&self, v: u32, last: u32) -> u32 {
