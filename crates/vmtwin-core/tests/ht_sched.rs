@@ -166,7 +166,8 @@ fn htsharing_none_and_internal_hold_at_every_instant() {
 fn unknown_vm_in_ht_sharing_is_refused() {
     let mut spec = ht_spec(1, S, vec![vm("a", 1, 1000, 0, None, near_busy())]);
     spec.cpu_sched.ht_sharing.insert("nope".into(), HtSharing::None);
-    let err = Simulation::new(spec).err().expect("refused").to_string();
+    let Err(err) = Simulation::new(spec) else { panic!("an unknown VM was accepted") };
+    let err = err.to_string();
     assert!(err.contains("cpu_scheduler.ht_sharing.nope"), "{err}");
 }
 
