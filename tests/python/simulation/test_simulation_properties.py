@@ -74,7 +74,7 @@ def test_accounting_identities(sc: Scenario):
     host = tables["host"].to_pandas()
     power_on = {v["name"]: v["power_on_ns"] for v in spec["vms"]}
     vcpus = {v["name"]: v["vcpus"] for v in spec["vms"]}
-    pcpus = sc.host.cores  # the scheduler runs one vCPU per core until hyperthreading is modelled
+    pcpus = sc.host.logical_cpus  # with hyperthreading (the default) every thread is a pCPU
     n_samples = spec["duration_ns"] // SAMPLE_NS
     assert host["time_s"].tolist() == [float(k) for k in range(1, n_samples + 1)]
     assert (host["pcpus"] == pcpus).all()
