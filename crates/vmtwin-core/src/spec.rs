@@ -145,6 +145,22 @@ pub enum Arrivals {
     Open,
 }
 
+/// How a thread that reaches a barrier before its siblings waits (`guest/barrier.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BarrierWait {
+    /// busy-wait on its vCPU: CPU used, no useful work (research/cpu.md C16)
+    #[default]
+    Spin,
+    /// block: its vCPU halts until the last thread arrives and wakes it
+    Halt,
+}
+
+/// Default CPU time a spinning thread spins between looks at its barrier, ns.
+fn default_spin_poll_ns() -> u64 {
+    crate::guest::DEFAULT_SPIN_POLL_NS
+}
+
 /// What a VM's vCPUs do.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
@@ -175,6 +191,24 @@ pub enum WorkloadSpec {
         /// start over at the end of the trace
         #[serde(rename = "loop")]
         repeat: bool,
+    },
+    /// one thread per vCPU computing a phase, then waiting at a barrier for all the others
+    /// (a PARSEC-like data-parallel program, `guest/barrier.rs`)
+    Barrier {
+        /// mean CPU work per thread per phase
+        phase_ns: u64,
+        /// phase-work distribution (exponential: threads reach the barrier at different times)
+        phase_dist: BurstDist,
+        /// how a thread that arrives early waits
+        #[serde(default)]
+        wait: BarrierWait,
+        /// a spinning thread halts once it has spun this much CPU time at one barrier; none:
+        /// it spins until released
+        #[serde(default)]
+        spin_limit_ns: Option<u64>,
+        /// CPU time a spinning thread spins between looks at the barrier
+        #[serde(default = "default_spin_poll_ns")]
+        spin_poll_ns: u64,
     },
 }
 

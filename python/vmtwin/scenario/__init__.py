@@ -28,6 +28,7 @@ from vmtwin.scenario.fields import MAX_CUSTOM_SHARES, POOL_SHARES, VM_SHARES_PER
 from vmtwin.scenario.loading import load_scenario, parse_scenario, scenario_json_schema
 from vmtwin.scenario.models import (
     VM,
+    Barrier,
     CpuBound,
     CpuScheduler,
     Host,
@@ -51,6 +52,7 @@ __all__ = [
     "Idle",
     "CpuBound",
     "TraceWorkload",
+    "Barrier",
     "Workload",
     "VM_SHARES_PER_VCPU",
     "POOL_SHARES",

@@ -13,6 +13,7 @@ from pydantic import (
     PrivateAttr,
     Strict,
     StringConstraints,
+    field_validator,
     model_validator,
 )
 
@@ -104,11 +105,13 @@ class CpuScheduler(_Model):
     demand_ewma_weight: Optional[Annotated[float, Strict(), Field(gt=0.0, le=1.0)]] = Field(
         None, description="Weight of the newest sample in the demand EWMA, in (0, 1]."
     )
-    cosched_mode: Optional[Literal["off", "relaxed-4x"]] = Field(
-        None, description="Co-scheduling of multi-vCPU VMs: 'off', or 'relaxed-4x' (ESX 4: leaders co-stopped by skew)."
+    cosched_mode: Optional[Literal["off", "strict", "relaxed-3x", "relaxed-4x"]] = Field(
+        None, description="Co-scheduling of multi-vCPU VMs: 'off', 'strict' (ESX 2.x: VM-wide co-stop, gang co-start "
+        "of all vCPUs), 'relaxed-3x' (ESX 3.x: gang co-start of the laggards) or 'relaxed-4x' (ESX 4: leaders "
+        "co-stopped by skew); docs/cosched.md."
     )
     cosched_skew_threshold: Optional[Nanos] = Field(
-        None, description="Skew past which a leading vCPU is co-stopped (%CSTP), e.g. '3ms'."
+        None, description="Skew past which co-scheduling co-stops (%CSTP), e.g. '3ms'."
     )
     llc_aware: Optional[Annotated[bool, Strict()]] = Field(
         None, description="LLC-aware placement and pulls (ESX 4): true (default) or false."
@@ -252,8 +255,35 @@ class TraceWorkload(_Model):
     )
 
 
-Workload = Annotated[Union[Idle, CpuBound, TraceWorkload], Field(discriminator="type")]
-_WORKLOADS: dict[str, type[_Model]] = {"idle": Idle, "cpu_bound": CpuBound, "trace": TraceWorkload}
+class Barrier(_Model):
+    """A PARSEC-like multi-threaded program: one thread per vCPU computes a phase, then waits at
+    a barrier for all the others (docs/cosched.md).
+
+    ``wait: spin`` (the default) busy-waits, using CPU for no useful work while a sibling is
+    descheduled; ``wait: halt`` blocks and halts the vCPU until the last thread arrives.
+    """
+
+    type: Literal["barrier"] = "barrier"
+    phase: Nanos = Field("5ms", description="Mean CPU work per thread per phase, e.g. '5ms'.")
+    phase_distribution: Literal["fixed", "exponential"] = Field(
+        "fixed", description="Phase work per thread: fixed, or exponential (threads arrive at different times)."
+    )
+    wait: Literal["spin", "halt"] = Field("spin", description="How an early thread waits: spin (busy) or halt (block).")
+    spin_limit: Optional[Nanos] = Field(None, description="Spin at most this long at one barrier, then halt; "
+                                        "none: spin until released.")
+    spin_poll: Nanos = Field("50us", description="CPU a spinning thread spins between looks at the barrier "
+                             "(the model's granularity), e.g. '50us'.")
+
+    @field_validator("phase", "spin_poll")
+    @classmethod
+    def _positive(cls, v: int) -> int:
+        if v <= 0:
+            raise ValueError("a positive duration, e.g. '5ms'")
+        return v
+
+
+Workload = Annotated[Union[Idle, CpuBound, TraceWorkload, Barrier], Field(discriminator="type")]
+_WORKLOADS: dict[str, type[_Model]] = {"idle": Idle, "cpu_bound": CpuBound, "trace": TraceWorkload, "barrier": Barrier}
 
 
 class VM(_Model):
@@ -529,6 +559,9 @@ def _workload_spec(w: Any, trace: Optional[_trace_io.Trace]) -> dict:
     if isinstance(w, CpuBound):
         return {"kind": "cpu_bound", "duty": w.duty, "burst_ns": w.burst, "burst_dist": w.burst_distribution,
                 "arrivals": w.arrivals}
+    if isinstance(w, Barrier):
+        return {"kind": "barrier", "phase_ns": w.phase, "phase_dist": w.phase_distribution, "wait": w.wait,
+                "spin_limit_ns": w.spin_limit, "spin_poll_ns": w.spin_poll}
     assert trace is not None
     seg, util = _shape_trace(trace.segment_ns, trace.utilization, w.offset, w.speedup)
     return {"kind": "trace", "segment_ns": seg, "utilization": util, "burst_ns": w.burst, "loop": w.loop}

@@ -32,9 +32,10 @@ pub struct CpuSchedParams {
     /// fraction), which sets the water level of the entitlement (`entitlement.rs`), dimensionless
     /// in (0, 1]. Default 0.5: chosen, see test `demand_tracks_duty_cycle`.
     pub demand_ewma_weight: f64,
-    /// Co-scheduling of multi-vCPU VMs (`cosched.rs`), a mode, dimensionless: `off` or
-    /// `relaxed-4x` (ESX 4's per-vCPU skew). Default `off`: every vCPU independent, as before
-    /// co-scheduling was modelled.
+    /// Co-scheduling of multi-vCPU VMs (`cosched.rs`), a mode, dimensionless: `off`, `strict`
+    /// (ESX 2.x: VM-wide co-stop, gang co-start of every vCPU), `relaxed-3x` (ESX 3.x: VM-wide
+    /// co-stop, gang co-start of the laggards) or `relaxed-4x` (ESX 4's per-vCPU skew). Default
+    /// `off`: every vCPU independent, as before co-scheduling was modelled.
     pub cosched_mode: CoschedMode,
     /// Skew past which a leading vCPU is co-stopped, in ns. Default 3 ms: the paper's "a few
     /// milliseconds" (research/cpu.md C9).
@@ -233,9 +234,6 @@ impl CpuSchedParams {
         }
         if !(self.ht_used_charge > 0.0 && self.ht_used_charge <= 1.0) {
             invalid!("cpu_scheduler.ht_used_charge", self.ht_used_charge, "a number in (0, 1]");
-        }
-        if matches!(self.cosched_mode, CoschedMode::Strict | CoschedMode::Relaxed3x) {
-            invalid!("cpu_scheduler.cosched", "strict/relaxed-3x", "off or relaxed-4x (the engine simulates ESX 4's rule; ESX 2.x and 3.x gang co-start is not simulated yet)");
         }
         Ok(())
     }

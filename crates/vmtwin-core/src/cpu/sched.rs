@@ -67,12 +67,11 @@
 //! time, less `1 - ht_used_charge` of the time beside a busy hyperthread sibling); `migrations`, `llc_migrations`,
 //! `node_migrations` (slices started on another pCPU, another LLC, another node); `home` (NUMA
 //! home node); `load_share`. Per scheduler: `dispatches`, `preemptions`, `migrations`,
-//! `llc_migrations`, `node_migrations`, `costops`, `numa_moves`.
+//! `llc_migrations`, `node_migrations`, `costops`, `vm_costops`, `costarts`, `numa_moves`.
 //!
 //! # Known gaps
-//! - Strict and relaxed-3x co-scheduling
-//!   are not in the engine; no scheduler cells, vSMP consolidation, inter-VM cache affinity or
-//!   extended fairness. The NUMA balancer moves only VMs of one client; a wide VM's clients
+//! - No scheduler cells, vSMP consolidation, inter-VM cache affinity or extended fairness.
+//!   Co-scheduling (all four modes) and its gaps: `cosched.rs`. The NUMA balancer moves only VMs of one client; a wide VM's clients
 //!   keep the homes power-on gave them.
 //! - Migration costs steer the scheduler's choices only: the vCPU is not slowed after a move
 //!   until the execution-speed model charges it. Memory does not follow a home move.
@@ -90,7 +89,7 @@
 mod ht;
 
 use super::clock::FairClock;
-use super::cosched::{blocked, next_block_in, CoschedMode, Siblings};
+use super::cosched::{blocked, gang_needs, next_block_in, next_laggard_in, CoschedMode, Siblings, SKEW_TICK_NS};
 use super::limit::{TokenBucket, LIMIT_BORROW_NS};
 use super::params::CpuSchedParams;
 use super::runqueue::QueueSet;
@@ -245,6 +244,9 @@ pub struct Vcpu {
     /// some limiter in its VM's chain has a bucket: the hot paths skip the chain otherwise
     /// (active weights are then not kept, and are counted in when a limit is set)
     limited: bool,
+    /// run-queue entries of this vCPU left behind by a VM-wide co-stop (`strict`,
+    /// `relaxed-3x`), skipped when popped: a queue cannot drop an entry from its middle
+    stale: u32,
 }
 
 impl Vcpu {
@@ -334,6 +336,10 @@ pub struct SchedStats {
     pub node_migrations: u64,
     /// vCPUs co-stopped (transitions into COSTOP)
     pub costops: u64,
+    /// VM-wide co-stops (`strict`, `relaxed-3x`)
+    pub vm_costops: u64,
+    /// gang co-starts of co-stopped VMs (`strict`, `relaxed-3x`)
+    pub costarts: u64,
     /// VMs whose NUMA home node the balancer moved
     pub numa_moves: u64,
 }
@@ -369,6 +375,8 @@ pub struct CpuSched {
     /// (`settle_cosched`), and whether any bit is set
     dirty: Vec<u64>,
     any_dirty: bool,
+    /// VMs co-stopped as a whole and waiting for a gang co-start (`strict`, `relaxed-3x`)
+    waiting: Vec<u32>,
     /// scratch for one VM's siblings: progress (ns), progressing, running
     scratch: (Vec<Time>, Vec<bool>, Vec<bool>),
     /// NUMA node of each pCPU, densely numbered from 0
@@ -440,6 +448,7 @@ impl CpuSched {
                     run_mark: 0,
                     cosched: k > 1 && params.cosched_mode != CoschedMode::Off,
                     limited: false,
+                    stale: 0,
                 });
             }
         }
@@ -474,13 +483,21 @@ impl CpuSched {
             gangs: vcpus_per_vm
                 .iter()
                 .scan(0u32, |first, &n| {
-                    let g = Siblings { first: *first, n, timer_at: Time::MAX, ..Siblings::default() };
+                    let g = Siblings {
+                        first: *first,
+                        n,
+                        timer_at: Time::MAX,
+                        skew: super::cosched::CumulativeSkew::new(n as usize),
+                        prog: vec![false; n as usize],
+                        ..Siblings::default()
+                    };
                     *first += n;
                     Some(g)
                 })
                 .collect(),
             dirty: vec![0; vcpus_per_vm.len().div_ceil(64)],
             any_dirty: false,
+            waiting: Vec::new(),
             scratch: (Vec::new(), Vec::new(), Vec::new()),
             node_of,
             node_range,
@@ -1086,9 +1103,12 @@ impl CpuSched {
     /// Give free pCPU `p` the ready vCPU with the lowest key on the host (pulling it from
     /// another pCPU's queue if need be), or leave `p` idle.
     fn dispatch(&mut self, p: u32, now: Time, q: &mut EventQueue) {
+        if !self.waiting.is_empty() && self.gang_dispatch(p, now, q) {
+            return;
+        }
         while let Some((qp, _)) = self.pick(p) {
             let v = self.queues.pop(qp).expect("best queue is not empty");
-            if self.costop_if_blocked(v, now) {
+            if self.popped_blocked(v, now) {
                 continue;
             }
             if let Some(l) = self.throttled(v, now) {
@@ -1287,12 +1307,28 @@ impl CpuSched {
     pub fn block(&mut self, v: u32, now: Time) {
         debug_assert_eq!(self.vcpus[v as usize].state, VcpuState::Idle);
         self.set_state(v, now, VcpuState::Wait);
+        self.progress_changed(v, now);
+    }
+
+    /// `v` stopped progressing or started again outside the scheduler's own calls (WAIT
+    /// entered or left): a co-scheduled VM's skews are brought up to date now, and its siblings
+    /// are looked at on the scheduler's next call.
+    #[inline]
+    fn progress_changed(&mut self, v: u32, now: Time) {
+        if self.vcpus[v as usize].cosched {
+            let vm = self.vcpus[v as usize].vm;
+            if self.params.cosched_mode != CoschedMode::Relaxed4x {
+                self.gang_account(vm, now);
+            }
+            self.mark_dirty(vm);
+        }
     }
 
     /// A vCPU blocked in WAIT whose wait is over halts (WAIT_IDLE) instead of running.
     pub fn wait_to_idle(&mut self, v: u32, now: Time) {
         debug_assert_eq!(self.vcpus[v as usize].state, VcpuState::Wait);
         self.set_state(v, now, VcpuState::Idle);
+        self.progress_changed(v, now);
     }
 
     /// A vCPU held by a limit that may run on a pCPU that would otherwise idle, by letting its
@@ -1333,6 +1369,13 @@ impl CpuSched {
         if let Some(l) = self.throttled(v, now) {
             self.set_state(v, now, VcpuState::Ready);
             self.hold(v, l, now, q);
+            self.dispatch(p, now, q);
+            return;
+        }
+        if !self.waiting.is_empty() {
+            // a co-stopped VM may want this pCPU for its gang: the pCPU is dispatched afresh
+            self.set_state(v, now, VcpuState::Ready);
+            self.enqueue(p, v);
             self.dispatch(p, now, q);
             return;
         }
@@ -1516,6 +1559,9 @@ impl CpuSched {
     #[inline(never)]
     fn costop_if_blocked_slow(&mut self, v: u32, now: Time) -> bool {
         let vm = self.vcpus[v as usize].vm;
+        if self.params.cosched_mode != CoschedMode::Relaxed4x {
+            return self.gang_hold(v, vm, now);
+        }
         self.look_at_siblings(vm, now);
         let i = (v - self.gangs[vm as usize].first) as usize;
         let (p, m, _) = &self.scratch;
@@ -1528,6 +1574,252 @@ impl CpuSched {
         true
     }
 
+    /// [`Self::costop_if_blocked`] for a vCPU just popped from a run queue: an entry a VM-wide
+    /// co-stop left behind is skipped.
+    #[inline(always)]
+    fn popped_blocked(&mut self, v: u32, now: Time) -> bool {
+        self.vcpus[v as usize].cosched && self.popped_blocked_slow(v, now)
+    }
+
+    #[inline(never)]
+    fn popped_blocked_slow(&mut self, v: u32, now: Time) -> bool {
+        let vc = &mut self.vcpus[v as usize];
+        if vc.stale > 0 {
+            // any of its entries will do as the stale one: they name the same vCPU
+            vc.stale -= 1;
+            return true;
+        }
+        self.costop_if_blocked_slow(v, now)
+    }
+
+    /// `strict` / `relaxed-3x`: while `v`'s VM is co-stopped, `v` (about to run or queue) joins
+    /// its co-stopped siblings; true if it did.
+    fn gang_hold(&mut self, v: u32, vm: u32, now: Time) -> bool {
+        if !self.gangs[vm as usize].costopped {
+            return false;
+        }
+        self.set_state(v, now, VcpuState::Costop);
+        self.gangs[vm as usize].stopped.push(v);
+        self.stats.costops += 1;
+        true
+    }
+
+    /// `strict` / `relaxed-3x`: advance VM `vm`'s cumulative skews to `now` with the siblings'
+    /// progress since the last call (`cosched::CumulativeSkew::advance`), then note who
+    /// progresses from now on. Called at every instant a sibling's progress may change (before
+    /// time moves on), so the skews are exact.
+    fn gang_account(&mut self, vm: u32, now: Time) {
+        let range = self.vcpus_of(vm);
+        let g = &mut self.gangs[vm as usize];
+        let dt = now - g.skew_at;
+        if dt > 0 {
+            g.skew.advance(dt, &g.prog);
+        }
+        g.skew_at = now;
+        for (f, vc) in g.prog.iter_mut().zip(&self.vcpus[range]) {
+            *f = PROGRESS[vc.state as usize];
+        }
+    }
+
+    /// `strict` / `relaxed-3x`: look at VM `vm` after its siblings changed. A co-stopped VM tries
+    /// its gang co-start; otherwise a READY sibling whose skew is over the threshold co-stops the
+    /// VM now, and else the VM's timer is armed for the moment the first one would be.
+    fn gang_settle(&mut self, vm: u32, now: Time, q: &mut EventQueue) {
+        self.gang_account(vm, now);
+        if self.gangs[vm as usize].costopped {
+            self.try_costart(vm, NONE, f64::INFINITY, now, q);
+            return;
+        }
+        let th = self.params.cosched_skew_threshold_ns;
+        // relaxed-3x looks at skews on accounting ticks (strict at once): see `cosched.rs`
+        let tick = if self.params.cosched_mode == CoschedMode::Relaxed3x { SKEW_TICK_NS } else { 1 };
+        let ready: Vec<bool> = self.vcpus[self.vcpus_of(vm)].iter().map(|vc| vc.state == VcpuState::Ready).collect();
+        let g = &self.gangs[vm as usize];
+        let due = if g.skew.skew_ns.iter().zip(&ready).any(|(&s, &r)| r && s > th) {
+            if now % tick == 0 {
+                self.costop_vm(vm, now, q);
+                return;
+            }
+            Some(0)
+        } else {
+            next_laggard_in(&g.skew.skew_ns, &g.prog, &ready, th)
+        };
+        if let Some(d) = due {
+            let at = (now + d).div_ceil(tick) * tick;
+            let g = &mut self.gangs[vm as usize];
+            if at < g.timer_at {
+                g.timer_gen = g.timer_gen.wrapping_add(1);
+                g.timer_at = at;
+                q.push(at, Event::Cosched { vm, gen: g.timer_gen });
+            }
+        }
+    }
+
+    /// `strict` / `relaxed-3x`: co-stop VM `vm` as a whole. Its running vCPUs stop (their pCPUs
+    /// are offered to the gang first, then dispatched), its READY ones are relabelled COSTOP
+    /// (their queue entries go stale), and a gang co-start is tried at once.
+    fn costop_vm(&mut self, vm: u32, now: Time, q: &mut EventQueue) {
+        self.gangs[vm as usize].costopped = true;
+        self.waiting.push(vm);
+        self.stats.vm_costops += 1;
+        let mut freed = Vec::new();
+        for v in self.vcpus_of(vm) {
+            let v = v as u32;
+            match self.vcpus[v as usize].state {
+                VcpuState::Run => {
+                    let p = self.vcpus[v as usize].pcpu;
+                    self.stop(p, now);
+                    if !self.idle[p as usize] {
+                        self.idle[p as usize] = true;
+                        self.idle_count += 1;
+                        q.cancel_timer(p);
+                    }
+                    freed.push(p);
+                }
+                VcpuState::Ready => self.vcpus[v as usize].stale += 1,
+                _ => continue,
+            }
+            self.set_state(v, now, VcpuState::Costop);
+            self.gangs[vm as usize].stopped.push(v);
+            self.stats.costops += 1;
+        }
+        self.try_costart(vm, NONE, f64::INFINITY, now, q);
+        for p in freed {
+            if self.idle[p as usize] {
+                self.dispatch(p, now, q);
+            }
+        }
+    }
+
+    /// Try the gang co-start of co-stopped VM `vm` (see `cosched.rs`): the vCPUs
+    /// [`gang_needs`] start at this instant if their mean virtual time is at most `max_key` and
+    /// enough pCPUs are found: `free` (a pCPU being dispatched, or [`NONE`]), idle ones, then
+    /// those running another VM's vCPU ahead of the gang by the wake-up margin (furthest ahead
+    /// first; one that started at this instant is left alone). True if the gang started.
+    fn try_costart(&mut self, vm: u32, free: u32, max_key: f64, now: Time, q: &mut EventQueue) -> bool {
+        self.gang_account(vm, now);
+        let th = self.params.cosched_skew_threshold_ns;
+        let g = &self.gangs[vm as usize];
+        let first = g.first;
+        let mut costopped = vec![false; g.n as usize];
+        for &v in &g.stopped {
+            costopped[(v - first) as usize] = true;
+        }
+        let need: Vec<u32> =
+            gang_needs(self.params.cosched_mode, &g.skew.skew_ns, &costopped, th).into_iter().map(|i| first + i as u32).collect();
+        if need.is_empty() {
+            self.end_costop(vm, now, q);
+            return false;
+        }
+        if need.len() > self.pcpus.len() || need.iter().any(|&v| self.throttled(v, now).is_some()) {
+            return false;
+        }
+        for &v in &need {
+            self.place_key(v, now, true);
+        }
+        let key = need.iter().map(|&v| self.vcpus[v as usize].key).sum::<f64>() / need.len() as f64;
+        if key > max_key {
+            return false;
+        }
+        let mut got: Vec<u32> = Vec::with_capacity(need.len());
+        if free != NONE {
+            got.push(free);
+        }
+        for p in 0..self.pcpus.len() as u32 {
+            if got.len() < need.len() && self.idle[p as usize] && p != free {
+                got.push(p);
+            }
+        }
+        let taken = got.len();
+        if taken < need.len() {
+            let bar = key + self.params.wake_preempt_margin_ns as f64;
+            let reach = self.vcpus[need[0] as usize].alloc + GUARD_EPS;
+            let now_f = ns_f(now);
+            let mut victims: Vec<(f64, u32)> = self
+                .pcpus
+                .iter()
+                .enumerate()
+                .filter(|&(p, pc)| {
+                    pc.running != NONE && p as u32 != free && pc.run_vm != vm && pc.slice_start != now && pc.run_guard <= reach
+                })
+                .map(|(p, pc)| (pc.run_key0 + now_f * pc.run_inv_weight, p as u32))
+                .filter(|&(k, _)| k > bar)
+                .collect();
+            if taken + victims.len() < need.len() {
+                return false;
+            }
+            victims.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+            got.extend(victims.iter().take(need.len() - taken).map(|&(_, p)| p));
+            for &p in &got[taken..] {
+                self.stats.preemptions += 1;
+                let r = self.stop(p, now);
+                self.set_state(r, now, VcpuState::Ready);
+                if let Some(l) = self.throttled(r, now) {
+                    self.hold(r, l, now, q);
+                } else {
+                    self.enqueue(p, r);
+                }
+            }
+        }
+        // each member on its last pCPU when that is among those found, else on any other
+        let mut slots = got;
+        let mut on = vec![NONE; need.len()];
+        for (i, &v) in need.iter().enumerate() {
+            if let Some(k) = slots.iter().position(|&p| p == self.vcpus[v as usize].pcpu) {
+                on[i] = slots.swap_remove(k);
+            }
+        }
+        for o in on.iter_mut().filter(|o| **o == NONE) {
+            *o = slots.pop().expect("a pCPU per member");
+        }
+        self.gangs[vm as usize].stopped.retain(|v| !need.contains(v));
+        self.stats.costarts += 1;
+        for (&v, p) in need.iter().zip(on) {
+            self.start(p, v, now, q);
+        }
+        self.end_costop(vm, now, q);
+        true
+    }
+
+    /// End VM `vm`'s co-stop: its remaining co-stopped vCPUs (relaxed-3x's non-laggards) become
+    /// READY and take an idle pCPU or queue, without preempting.
+    fn end_costop(&mut self, vm: u32, now: Time, q: &mut EventQueue) {
+        let g = &mut self.gangs[vm as usize];
+        if g.costopped {
+            g.costopped = false;
+            self.waiting.retain(|&w| w != vm);
+        }
+        for v in std::mem::take(&mut self.gangs[vm as usize].stopped) {
+            self.set_state(v, now, VcpuState::Ready);
+            if self.vcpus[v as usize].stale > 0 && self.idle_count == 0 {
+                // still queued from before the co-stop: that entry is live again
+                self.vcpus[v as usize].stale -= 1;
+                continue;
+            }
+            self.place_key(v, now, true);
+            self.place_with(v, now, q, false);
+        }
+    }
+
+    /// A pCPU is being dispatched while VMs wait for a gang co-start: the waiting gang whose
+    /// mean virtual time is lowest and not above what the pCPU would otherwise take starts, if
+    /// it can. True if one did (the pCPU is then taken).
+    #[inline(never)]
+    fn gang_dispatch(&mut self, p: u32, now: Time, q: &mut EventQueue) -> bool {
+        let best = self.pick(p).map_or(f64::INFINITY, |(_, k)| k);
+        let mut order: Vec<(f64, u32)> = self
+            .waiting
+            .iter()
+            .map(|&vm| {
+                let st = &self.gangs[vm as usize].stopped;
+                let mean = st.iter().map(|&v| self.vcpus[v as usize].key).sum::<f64>() / st.len().max(1) as f64;
+                (mean, vm)
+            })
+            .collect();
+        order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        order.into_iter().any(|(_, vm)| self.gangs[vm as usize].costopped && self.try_costart(vm, p, best, now, q))
+    }
+
     /// A co-stop timer fired: stop every running vCPU of `vm` that now leads a sibling that is
     /// not progressing by more than the threshold.
     pub fn cosched_check(&mut self, vm: u32, gen: u32, now: Time, q: &mut EventQueue) {
@@ -1536,6 +1828,12 @@ impl CpuSched {
             return;
         }
         g.timer_at = Time::MAX;
+        if self.params.cosched_mode != CoschedMode::Relaxed4x {
+            // strict / relaxed-3x: a READY sibling's skew passes the threshold now
+            self.mark_dirty(vm);
+            self.settle_cosched(now, q);
+            return;
+        }
         let (first, n) = (g.first, g.n);
         for v in first..first + n {
             if self.vcpus[v as usize].state != VcpuState::Run {
@@ -1571,6 +1869,10 @@ impl CpuSched {
     fn settle_dirty(&mut self, now: Time, q: &mut EventQueue) {
         let th = self.params.cosched_skew_threshold_ns;
         while let Some(vm) = self.next_dirty() {
+            if self.params.cosched_mode != CoschedMode::Relaxed4x {
+                self.gang_settle(vm, now, q);
+                continue;
+            }
             let first = self.gangs[vm as usize].first;
             let stopped = std::mem::take(&mut self.gangs[vm as usize].stopped);
             self.look_at_siblings(vm, now);
@@ -1658,6 +1960,11 @@ impl CpuSched {
         for v in held {
             self.place_key(v, now, true);
             self.set_state(v, now, VcpuState::Ready);
+            if self.vcpus[v as usize].cosched {
+                // READY again: its skew may now co-stop its VM (strict, relaxed-3x)
+                let vm = self.vcpus[v as usize].vm;
+                self.mark_dirty(vm);
+            }
             self.place(v, now, q);
         }
     }

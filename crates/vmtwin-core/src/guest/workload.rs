@@ -89,6 +89,9 @@ pub enum Workload {
     },
     /// the wrapped workload, with one synchronous I/O after each burst
     SyncIo(Box<Workload>),
+    /// threads that compute a phase and wait at a barrier for each other (`barrier.rs`); run
+    /// through the run loop's barrier hook, which holds the program's shared state
+    Barrier(Box<super::BarrierGroup>),
 }
 
 impl Workload {
@@ -130,6 +133,15 @@ impl Workload {
                 let utilization = utilization.iter().map(|u| if u.is_finite() { u.clamp(0.0, 1.0) } else { 0.0 }).collect();
                 Workload::Trace { starts, utilization, burst_ns: *burst_ns as f64, repeat: *repeat }
             }
+            WorkloadSpec::Barrier { phase_ns, phase_dist, wait, spin_limit_ns, spin_poll_ns } => {
+                if *phase_ns == 0 {
+                    invalid!(format!("{path}.phase"), phase_ns, "a duration > 0");
+                }
+                if *spin_poll_ns == 0 {
+                    invalid!(format!("{path}.spin_poll"), spin_poll_ns, "a duration > 0");
+                }
+                Workload::Barrier(Box::new(super::BarrierGroup::new(*phase_ns, *phase_dist, *wait, *spin_limit_ns, *spin_poll_ns)))
+            }
         })
     }
 
@@ -148,6 +160,7 @@ impl Workload {
                 Next::Halt(phase)
             }
             Workload::Trace { burst_ns, .. } => Next::Halt(ns(g.rng.uniform() * burst_ns)),
+            Workload::Barrier(b) => b.at_power_on(),
         }
     }
 
@@ -174,6 +187,7 @@ impl Workload {
                 (_, Some(next)) => Next::Halt(next - t),
                 (_, None) => Next::HaltForever,
             },
+            Workload::Barrier(_) => unreachable!("a barrier workload runs through the run loop's barrier hook"),
         }
     }
 
@@ -206,6 +220,7 @@ impl Workload {
                 (_, Some(next)) => Next::Halt(next - t),
                 (_, None) => Next::HaltForever,
             },
+            Workload::Barrier(_) => unreachable!("a barrier workload runs through the run loop's barrier hook"),
         }
     }
 
@@ -243,6 +258,7 @@ impl Workload {
             Workload::SyncIo(w) => w.demand(t0, t1),
             Workload::Idle => 0.0,
             Workload::CpuBound { duty, .. } => *duty,
+            Workload::Barrier(b) => b.demand(),
             Workload::Trace { .. } => {
                 if t1 <= t0 {
                     return self.trace_at(t0).0;

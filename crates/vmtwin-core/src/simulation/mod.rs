@@ -19,6 +19,7 @@ use crate::storage::{Storage, StorageEvent};
 use crate::wiring::Slab;
 use crate::{invalid, VmtwinError, VmtwinResult};
 
+mod barrier;
 mod memory;
 mod perf;
 mod storage;
@@ -62,6 +63,8 @@ pub struct Simulation {
     mem_events: Slab<MemEvent>,
     /// the execution-speed model, when the scenario profiles a VM
     perf: Option<crate::perf::PerfModel>,
+    /// the `barrier` table, when a VM runs a barrier program (`barrier.rs`)
+    barrier_table: Option<Table>,
     now: Time,
     events: u64,
     log: Vec<(Time, String)>,
@@ -180,6 +183,7 @@ impl Simulation {
             mem: None,
             mem_events: Slab::default(),
             perf: None,
+            barrier_table: None,
             now: 0,
             events: 0,
             log: Vec::new(),
@@ -187,6 +191,7 @@ impl Simulation {
         sim.build_storage()?;
         sim.build_memory()?;
         sim.perf = sim.build_perf()?;
+        sim.barrier_table = sim.build_barriers()?;
         for vm in 0..sim.vms.len() {
             if vm % Self::ADMISSIONS_PER_CHECK == 0 && !keep_going() {
                 return Err(VmtwinError::Simulation(format!("interrupted while powering on VMs ({vm} of {})", sim.vms.len())));
@@ -276,6 +281,9 @@ impl Simulation {
         if let Some(p) = &self.perf {
             v.push(("vcpu_perf", &p.table));
         }
+        if let Some(b) = &self.barrier_table {
+            v.push(("barrier", b));
+        }
         v.extend(self.storage_tables());
         v
     }
@@ -293,6 +301,9 @@ impl Simulation {
         v.extend(self.drain_mem_tables());
         if let Some(p) = &mut self.perf {
             v.push(("vcpu_perf", p.table.take()));
+        }
+        if let Some(b) = &mut self.barrier_table {
+            v.push(("barrier", b.take()));
         }
         v.extend(self.drain_storage_tables());
         v
@@ -406,6 +417,7 @@ impl Simulation {
                 self.sampler.sample(t, &self.sched, &rows, self.topo.core_mhz);
                 self.mem_sample(t);
                 self.sample_perf(t);
+                self.sample_barriers(t);
                 self.sample_storage(t);
                 self.queue.push(t + self.spec.sample_interval_ns, Event::Sample);
             }
@@ -462,6 +474,9 @@ impl Simulation {
     #[inline(always)]
     fn workload_next(&mut self, v: u32, after_burst: bool) -> Next {
         let vm = &self.vms[self.sched.vcpus[v as usize].vm as usize];
+        if let Workload::Barrier(_) = vm.workload {
+            return self.barrier_next(v, after_burst);
+        }
         let t = self.now - vm.powered_on_at.unwrap_or(0);
         let g = &mut self.guests[v as usize];
         if after_burst {
