@@ -351,3 +351,23 @@ fn docs_scenarios() {
         }
     }
 }
+
+/// The fluid engine refuses every co-scheduling mode but `off`, naming the field and the mode,
+/// and refuses barrier programs naming the VM's workload.
+#[test]
+fn fluid_mode_refuses_cosched_and_barriers_naming_the_field() {
+    for (mode, name) in [(CoschedMode::Strict, "strict"), (CoschedMode::Relaxed3x, "relaxed-3x"), (CoschedMode::Relaxed4x, "relaxed-4x")] {
+        let s = with_mode(spec(2, S, vec![vm("a", 2, 1000, 0, None, busy())]), mode, 3 * MS);
+        let err = vmtwin_core::fluid::FluidSim::new(s).unwrap_err().to_string();
+        assert!(err.starts_with("cpu_scheduler.cosched_mode") && err.contains(name), "{err}");
+    }
+    let program = WorkloadSpec::Barrier {
+        phase_ns: 5 * MS,
+        phase_dist: BurstDist::Fixed,
+        wait: vmtwin_core::spec::BarrierWait::Halt,
+        spin_limit_ns: None,
+        spin_poll_ns: 50_000,
+    };
+    let err = vmtwin_core::fluid::FluidSim::new(spec(2, S, vec![vm("a", 2, 1000, 0, None, program)])).unwrap_err().to_string();
+    assert!(err.starts_with("vms[0].workload.kind"), "{err}");
+}
