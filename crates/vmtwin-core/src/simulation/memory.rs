@@ -103,6 +103,19 @@ struct SwapFile {
     write_cursor: u64,
 }
 
+impl SwapFile {
+    /// Where the next `len` bytes written go: appended at the cursor, wrapping to the file's
+    /// start when they would pass its end (swapped-out batches are written sequentially).
+    fn claim(&mut self, len: u64) -> u64 {
+        if self.write_cursor + len > self.span_bytes {
+            self.write_cursor = 0;
+        }
+        let off = self.write_cursor;
+        self.write_cursor += len;
+        off
+    }
+}
+
 /// The memory subsystem as the run loop holds it.
 pub(super) struct Memory {
     host: MemHost,
@@ -432,13 +445,8 @@ impl Simulation {
         for r in mem.host.take_swap_requests() {
             let (mi, op, offset, len, batch) = match r {
                 SwapRequest::Write { vm, batch, pages } => {
-                    let f = mem.swap_files[mem.vm_of[vm as usize] as usize].as_mut().expect("every VM has a swap file with storage");
                     let len = u64::from(pages) * PAGE_BYTES as u64;
-                    if f.write_cursor + len > f.span_bytes {
-                        f.write_cursor = 0;
-                    }
-                    let off = f.write_cursor;
-                    f.write_cursor += len;
+                    let off = mem.swap_files[mem.vm_of[vm as usize] as usize].as_mut().expect("every VM has a swap file with storage").claim(len);
                     (vm, Op::Write, off, len, batch)
                 }
                 SwapRequest::Read { vm, ppn } => {
@@ -447,13 +455,8 @@ impl Simulation {
                     (vm, Op::Read, u64::from(ppn) * PAGE_BYTES as u64, PAGE_BYTES as u64, SWAP_IN | v)
                 }
                 SwapRequest::GuestWrite { vm, pages } => {
-                    let f = mem.guest_disks[mem.vm_of[vm as usize] as usize].as_mut().expect("a guest OS model has its disk with storage");
                     let len = u64::from(pages) * PAGE_BYTES as u64;
-                    if f.write_cursor + len > f.span_bytes {
-                        f.write_cursor = 0;
-                    }
-                    let off = f.write_cursor;
-                    f.write_cursor += len;
+                    let off = mem.guest_disks[mem.vm_of[vm as usize] as usize].as_mut().expect("a guest OS model has its disk with storage").claim(len);
                     (vm, Op::Write, off, len, GUEST)
                 }
                 SwapRequest::GuestRead { vm, vpn } => {
