@@ -3,7 +3,9 @@
 A results folder holds ``manifest.json`` and one Parquet file per table (``host.parquet``,
 ``vm.parquet``, ``vcpu.parquet``, later ``mem``, ``disk``, ``path``, ``events``). The column
 names and meanings are those of ``docs/reference/engine-contract.md`` (esxtop's vocabulary), plus
-a string column ``vm`` (the VM's name) right after ``time_s`` in the ``vm`` and ``vcpu`` tables.
+two string columns added by Python: ``host`` (the host's name) right after ``time_s`` in every
+table, and ``vm`` (the VM's name) after it in the tables with a ``vm_id``. One-host and cluster
+runs (:mod:`vmtwin.cluster`) write the same schema.
 
 Four rules hold for every folder written here (all writes go through :class:`ResultsWriter`):
 
@@ -106,9 +108,14 @@ _PCT = ["%USED", "%RUN", "%RDY", "%MLMTD", "%WAIT", "%VMWAIT", "%IDLE", "%CSTP"]
 _ESXTOP_DISK = ["CMDS/s", "READS/s", "WRITES/s", "MBREAD/s", "MBWRTN/s", "DAVG/cmd", "KAVG/cmd", "GAVG/cmd",
                 "QAVG/cmd", "ACTV", "QUED", "%USD", "DQLEN", "ABRTS/s", "actv_mean", "qued_mean"]
 
-#: Column order of the tables the engine contract defines (``vm`` is added by Python).
-#: Columns the engine returns beyond these follow in sorted name order.
-TABLE_COLUMNS: dict[str, list[str]] = {
+#: Name of the column every table has right after ``time_s``: the host's name (the scenario's
+#: ``host.name``, esx01 by default; a cluster run's hosts by their own names). It is added by
+#: Python (:func:`columns_from_engine`, :func:`with_host_column`), not by the engine.
+HOST_COLUMN = "host"
+
+#: Column order of the tables the engine contract defines, without :data:`HOST_COLUMN` (which
+#: :data:`TABLE_COLUMNS` inserts after ``time_s``); ``vm`` is added by Python.
+_ENGINE_TABLE_COLUMNS: dict[str, list[str]] = {
     "host": [
         "time_s",
         "pcpus",
@@ -168,9 +175,12 @@ TABLE_COLUMNS: dict[str, list[str]] = {
     "adapter": ["time_s", "adapter", "adapter_id", *_ESXTOP_DISK],
 }
 
-#: Name of the column a cluster run adds right after ``time_s`` to every table (the host's
-#: name; see :mod:`vmtwin.cluster`). A one-host run's tables do not have it yet.
-HOST_COLUMN = "host"
+#: Column order of the results tables: ``time_s``, :data:`HOST_COLUMN`, then the contract's
+#: columns (``vm`` is added by Python). Columns the engine returns beyond these follow in sorted
+#: name order; a table the contract does not name leads with ``time_s``, ``host``, ``vm``.
+TABLE_COLUMNS: dict[str, list[str]] = {
+    name: [cols[0], HOST_COLUMN, *cols[1:]] for name, cols in _ENGINE_TABLE_COLUMNS.items()
+}
 
 _ENGINE_DTYPES: dict[str, tuple[str, pa.DataType]] = {
     "f64": ("<f8", pa.float64()),
@@ -241,7 +251,7 @@ def _ordered_table_names(names: Any) -> list[str]:
 
 
 def columns_from_engine(
-    raw: Mapping[str, Mapping[str, tuple[str, bytes]]], vm_names: list[str] | pa.Array
+    raw: Mapping[str, Mapping[str, tuple[str, bytes]]], vm_names: list[str] | pa.Array, host: str | None = None
 ) -> dict[str, pa.Table]:
     """Turn the engine's raw columns into Arrow tables.
 
@@ -252,19 +262,23 @@ def columns_from_engine(
         ``"u64"`` or ``"u32"`` and the values as little-endian bytes.
     vm_names : list of str or pyarrow string array
         ``Simulation.vm_names()``; ``vm_id`` indexes into it.
+    host : str, optional
+        The host's name: every table gets a string column :data:`HOST_COLUMN` with it, right
+        after ``time_s``. Without it (a caller that adds the column itself) there is none.
 
     Returns
     -------
     dict of str to pyarrow.Table
         One table per engine table, in the order ``host``, ``vm``, ``vcpu``, then others by
         name. Columns follow :data:`TABLE_COLUMNS`; extra columns follow in sorted order. Tables
-        with a ``vm_id`` column get a string column ``vm`` right after ``time_s``.
+        with a ``vm_id`` column get a string column ``vm`` after ``time_s`` (and ``host``).
 
     Raises
     ------
     ValueError
         Unknown dtype, a byte length that is not a whole number of values, columns of one table
-        with different lengths, or a ``vm_id`` outside ``vm_names``.
+        with different lengths, a ``vm_id`` outside ``vm_names``, or an engine column named
+        :data:`HOST_COLUMN` when ``host`` is given.
     """
     names = vm_names if isinstance(vm_names, pa.Array) else pa.array(list(vm_names), type=pa.string())
     out: dict[str, pa.Table] = {}
@@ -304,8 +318,12 @@ def columns_from_engine(
                     f"{len(names)} VM names"
                 )
             arrays["vm"] = names.take(arrays["vm_id"])
-        # Contract tables in contract order; any other table leads with time_s and vm.
-        lead = TABLE_COLUMNS.get(table_name, ["time_s", "vm"])
+        if host is not None:
+            if HOST_COLUMN in arrays:
+                raise ValueError(f"engine table {table_name!r} has a column {HOST_COLUMN!r} of its own")
+            arrays[HOST_COLUMN] = pa.repeat(pa.scalar(host, pa.string()), nrows or 0)
+        # Contract tables in contract order; any other table leads with time_s, host and vm.
+        lead = TABLE_COLUMNS.get(table_name, ["time_s", HOST_COLUMN, "vm"])
         order = [c for c in lead if c in arrays]
         order += sorted(c for c in arrays if c not in order)
         out[table_name] = pa.table({c: arrays[c] for c in order})
@@ -313,9 +331,13 @@ def columns_from_engine(
 
 
 def with_host_column(table: pa.Table, host: str) -> pa.Table:
-    """``table`` with a string column :data:`HOST_COLUMN` (every row ``host``) after ``time_s``."""
+    """``table`` with a string column :data:`HOST_COLUMN` (every row ``host``) after ``time_s``;
+    a column already there (a one-host run's own host name) is replaced in place."""
+    column = pa.repeat(pa.scalar(host, pa.string()), table.num_rows)
+    if HOST_COLUMN in table.column_names:
+        return table.set_column(table.column_names.index(HOST_COLUMN), HOST_COLUMN, column)
     at = 1 if table.num_columns and table.column_names[0] == "time_s" else 0
-    return table.add_column(at, HOST_COLUMN, pa.repeat(pa.scalar(host, pa.string()), table.num_rows))
+    return table.add_column(at, HOST_COLUMN, column)
 
 
 def _json_default(obj: Any) -> Any:

@@ -346,7 +346,7 @@ class Simulation:
     def _drain(self) -> None:
         """Move the engine's sampled rows to the writer (streaming) or to the kept tables."""
         try:
-            tables = columns_from_engine(self._sim.drain_tables(), self._names)
+            tables = columns_from_engine(self._sim.drain_tables(), self._names, self._spec["host"]["name"])
             tables = with_storage_names(tables, self._spec)
             for name, table in tables.items():
                 self._sampled = self._sampled or table.num_rows > 0

@@ -154,7 +154,7 @@ def to_esxtop_csv(
 
     header = [_TIME_HEADER]
     columns: list[np.ndarray] = []
-    if HOST_COLUMN in host_df.columns:  # a cluster: each host under its own machine prefix
+    if res.manifest.get("kind") == "cluster":  # each host under its own machine prefix
         names = list(dict.fromkeys(host_df[HOST_COLUMN].tolist()))
         if host_name is not None:
             if host_name not in names:

@@ -1,6 +1,7 @@
 """The report's cluster view: hosts by utilisation and ready time, and the worst VMs.
 
-A cluster run (:mod:`vmtwin.cluster`) has a ``host`` column in every table. Its page gets a
+A cluster run (:mod:`vmtwin.cluster`, manifest ``kind: cluster``) has its hosts' names in the
+``host`` column of every table (a one-host run has its one host there). Its page gets a
 section before the per-VM table: the cluster's facts (mean host utilisation over all hosts,
 empty ones included, as CloudSim Plus reports it, and over occupied hosts), a sortable table of
 every host (utilisation is ``used_mhz / capacity_mhz``; ready time is the mean over samples of
@@ -24,9 +25,10 @@ __all__ = ["is_cluster", "cluster_totals", "host_table", "worst_vms", "cluster_h
 WORST_VMS = 20
 
 
-def is_cluster(host: pd.DataFrame) -> bool:
-    """Is this the ``host`` table of a cluster run?"""
-    return "host" in host.columns
+def is_cluster(manifest: dict[str, Any]) -> bool:
+    """Is this a cluster run's manifest? (Every run's tables have a ``host`` column: a one-host
+    run's has its one host.)"""
+    return manifest.get("kind") == "cluster"
 
 
 def cluster_totals(host: pd.DataFrame) -> pd.DataFrame:

@@ -312,7 +312,7 @@ def render_report(
     vcpu = _frame(res, "vcpu", ["time_s", "vm", "vm_id", "vcpu", "%RDY"])
     pcpu = _frame(res, "pcpu", ["time_s", "pcpu", "%PCPU_UTIL"])
     cluster_blocks: list[str] = []
-    if is_cluster(host):  # a cluster run: its view, then the cluster as one host
+    if is_cluster(manifest):  # a cluster run: its view, then the cluster as one host
         cluster_blocks, host = cluster_html(host, vm, manifest), cluster_totals(host)
     summary = vm_summary(vm)
     name = str(manifest.get("scenario_name") or res.path.name)

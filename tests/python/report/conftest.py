@@ -42,4 +42,4 @@ def results_dir(tmp_path):
         "wall_time_s": 0.5,
         "event_count": 1000,
     }
-    return write_results(tmp_path / "run", columns_from_engine(raw, names), manifest)
+    return write_results(tmp_path / "run", columns_from_engine(raw, names, "esx01"), manifest)

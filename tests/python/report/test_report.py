@@ -75,12 +75,12 @@ def test_report_is_deterministic(tmp_path, results_dir):
 
 def test_report_without_limits_or_vms(tmp_path, synthetic):
     raw, names = synthetic.engine_raw(vms=[("solo", 2, 2000, 0, None, 0.5)], samples=5)
-    out = write_results(tmp_path / "solo", columns_from_engine(raw, names), MANIFEST)
+    out = write_results(tmp_path / "solo", columns_from_engine(raw, names, "esx01"), MANIFEST)
     page = render_report(out).read_text(encoding="utf-8")
     assert "No VM has a CPU limit" in page
 
     raw, names = synthetic.engine_raw(vms=[], samples=5)
-    out = write_results(tmp_path / "empty", columns_from_engine(raw, names), MANIFEST)
+    out = write_results(tmp_path / "empty", columns_from_engine(raw, names, "esx01"), MANIFEST)
     page = render_report(out).read_text(encoding="utf-8")
     assert re.findall(r'<div class="figure" id="(fig-[a-z0-9-]+)">', page) == FIGURE_IDS
 
@@ -88,7 +88,7 @@ def test_report_without_limits_or_vms(tmp_path, synthetic):
 def test_names_are_escaped(tmp_path, synthetic):
     raw, names = synthetic.engine_raw(vms=[("<b>x&y</b>", 1, 1000, 0, 500, 0.2)], samples=3)
     manifest = MANIFEST | {"scenario_name": "<script>alert(1)</script>"}
-    out = write_results(tmp_path / "r", columns_from_engine(raw, names), manifest)
+    out = write_results(tmp_path / "r", columns_from_engine(raw, names, "esx01"), manifest)
     page = render_report(out).read_text(encoding="utf-8")
     assert "<script>alert(1)</script>" not in page
     assert "&lt;b&gt;x&amp;y&lt;/b&gt;" in page

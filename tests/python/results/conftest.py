@@ -60,7 +60,7 @@ def tables(raw_engine):
     from vmtwin.results import columns_from_engine
 
     raw, names = raw_engine
-    return columns_from_engine(raw, names)
+    return columns_from_engine(raw, names, "esx01")  # as Simulation does: the host's name
 
 
 @pytest.fixture

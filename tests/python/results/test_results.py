@@ -84,6 +84,10 @@ def test_extra_columns_and_tables_are_kept_in_sorted_order():
     assert out["host"].column_names == ["time_s", "pcpus", "%CUSTOM"]
     assert out["later"].column_names == ["time_s", "vm", "alpha", "vm_id", "zeta"]
     assert out["later"].column("vm").to_pylist() == ["b", "a"]
+    named = columns_from_engine(raw, ["a", "b"], "esx07")  # the host column after time_s, everywhere
+    assert named["host"].column_names == ["time_s", "host", "pcpus", "%CUSTOM"]
+    assert named["later"].column_names == ["time_s", "host", "vm", "alpha", "vm_id", "zeta"]
+    assert named["later"].column("host").to_pylist() == ["esx07", "esx07"]
 
 
 @pytest.mark.parametrize(
