@@ -178,3 +178,27 @@ fn moves_and_numa_homes_come_from_the_schedulers_counters() {
     let t = sim.table("vcpu_perf").unwrap();
     assert!(col(t, "remote_fraction").iter().all(|&r| r == 0.5));
 }
+
+/// A wide VM (research/cpu.md A7) in a run: 4 nodes x 2 cores (Host3's shape), one busy 4-vCPU VM.
+/// ESX 4.1 splits it into two 2-vCPU clients with memory interleaved over their two homes, so each
+/// vCPU, confined to its client's home, has 1/2 of its accesses remote; ESX 4.0 does not manage
+/// it and interleaves over all four nodes: 3/4 remote wherever it runs.
+#[test]
+fn a_wide_vms_vcpus_are_half_remote_on_two_clients() {
+    let mut s = with_perf(spec(8, 10 * S, vec![vm("wide", 4, 1000, 0, None, busy())]), 2 << 20);
+    s.host = vmtwin_core::spec::HostSpec { sockets: 4, cores_per_llc: 2, ..s.host };
+    s.cpu_sched.numa_home_nodes = true;
+    s.cpu_sched.numa_confine = true;
+    s.cpu_sched.numa_wide_vms = true;
+    let sim = run(s.clone());
+    let mut homes = sim.sched().homes_of(0);
+    homes.sort_unstable();
+    homes.dedup();
+    assert_eq!(homes.len(), 2, "two NUMA clients");
+    let t = sim.table("vcpu_perf").unwrap();
+    assert!(col(t, "remote_fraction").iter().all(|&r| r == 0.5), "{:?}", col(t, "remote_fraction"));
+    s.cpu_sched.numa_wide_vms = false;
+    let sim = run(s);
+    let t = sim.table("vcpu_perf").unwrap();
+    assert!(col(t, "remote_fraction").iter().all(|&r| r == 0.75));
+}

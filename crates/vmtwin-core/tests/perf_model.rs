@@ -3,7 +3,7 @@
 //! (computed here from the parameters, not from the model's intermediate values).
 
 use proptest::prelude::*;
-use vmtwin_core::perf::{execute, LayerProfile, PerfParams, PerfProfile, VcpuFacts, WalkParams};
+use vmtwin_core::perf::{execute, remote_fraction, LayerProfile, PerfParams, PerfProfile, VcpuFacts, WalkParams};
 
 const MHZ: f64 = 2600.0;
 
@@ -191,4 +191,44 @@ fn bad_profiles_name_the_field() {
     assert!(p.validate("p").unwrap_err().to_string().contains("p.user.instructions_per_unit"));
     let params = PerfParams { remote_latency_ratio: 0.5, ..PerfParams::default() };
     assert!(params.validate("perf").unwrap_err().to_string().contains("perf.remote_latency_ratio"));
+}
+
+/// research/cpu.md A7/B11/C26 by hand: memory interleaved evenly over the VM's clients' home
+/// nodes, accesses uniform over it.
+#[test]
+fn remote_accesses_are_the_memory_off_the_vcpus_node() {
+    // one home node (a VM narrower than a node): all local at home, all remote away
+    assert_eq!(remote_fraction(2, &[2], 4), 0.0);
+    assert_eq!(remote_fraction(1, &[2], 4), 1.0);
+    // a 2-client wide VM with memory split evenly: a vCPU on its home node has 1/2 remote
+    assert_eq!(remote_fraction(0, &[0, 1], 4), 0.5);
+    assert_eq!(remote_fraction(1, &[0, 1], 4), 0.5);
+    // ... and one on a node holding none of it has all remote
+    assert_eq!(remote_fraction(3, &[0, 1], 4), 1.0);
+    // maxPerMachineNode = 2 on 4 x quad-core: 4 clients, 1/4 local (B11)
+    assert_eq!(remote_fraction(3, &[0, 1, 2, 3], 4), 0.75);
+    // not NUMA-managed: interleaved over every node, 1/2 local on 2 nodes, 1/4 on 4 (B11)
+    assert_eq!(remote_fraction(0, &[], 2), 0.5);
+    assert_eq!(remote_fraction(3, &[], 4), 0.75);
+}
+
+proptest! {
+    /// Against pages dealt round-robin over the memory's nodes and accesses uniform over the
+    /// pages: the remote fraction is the share of pages not on the vCPU's node.
+    #[test]
+    fn remote_fraction_is_the_share_of_interleaved_pages_elsewhere(
+        nodes in 1usize..9, picks in prop::collection::vec(0u32..8, 0..8), node in 0u32..8,
+    ) {
+        let node = node % nodes as u32;
+        let mut mem: Vec<u32> = Vec::new();
+        for p in picks.iter().map(|p| p % nodes as u32) {
+            if !mem.contains(&p) {
+                mem.push(p);
+            }
+        }
+        let over: Vec<u32> = if mem.is_empty() { (0..nodes as u32).collect() } else { mem.clone() };
+        const PAGES: usize = 840; // divisible by 1..=8, so every node gets the same count
+        let remote = (0..PAGES).filter(|i| over[i % over.len()] != node).count();
+        prop_assert!(close(remote_fraction(node, &mem, nodes), remote as f64 / PAGES as f64));
+    }
 }

@@ -55,10 +55,12 @@
 //!
 //! # Known gaps
 //! - `read_facts` (the one place the model reads the scheduler) takes each vCPU's moves from the
-//!   scheduler's per-vCPU counters (all, across LLCs, across nodes) and its NUMA home; remote
-//!   accesses are judged at the sample: all remote while the vCPU sits off its home node, none on
-//!   it, `1 - 1/nodes` for a VM without a home (memory interleaved, research/cpu.md C26). Memory
-//!   follows a moved home at once (ESX migrates it gradually). Co-runners on the LLC are
+//!   scheduler's per-vCPU counters (all, across LLCs, across nodes) and its VM's NUMA homes;
+//!   remote accesses ([`remote_fraction`]) are judged at the sample from the node the vCPU sits
+//!   on, with the VM's memory interleaved evenly over its clients' distinct home nodes (one home:
+//!   all there; a wide VM: `1 - 1/clients` remote even at home) or, without a home, over every
+//!   node (research/cpu.md A7, C26). Memory follows a moved home at once (ESX migrates it
+//!   gradually). Co-runners on the LLC are
 //!   estimated from the pCPUs' busy time over the interval (the vCPU's current pCPU's LLC;
 //!   co-running assumed independent of the vCPU's own run). The run time beside a busy
 //!   hyperthread sibling is the scheduler's own count (`CpuSched::ht_ns`) when it runs on both
@@ -151,6 +153,40 @@ fn layer_cost<'a>(p: &'a LayerProfile, nested: bool, miss_ratio_capacity: f64, m
     LayerCost { p, cpi, walk_cycles, ept_cycles, miss_ratio }
 }
 
+/// The share of a vCPU's memory accesses that go to a remote node, under the uniform access
+/// pattern research/cpu.md A7 and B11 assume, with the VM's memory interleaved evenly over
+/// `mem_nodes` (every one of the host's `nodes` when it is empty) and the vCPU running on `node`:
+/// `1 - 1/|mem_nodes|` when `node` holds a part of the memory, 1 when it holds none.
+///
+/// This covers every placement ESX makes (A7, C26): a VM with one home node has all its memory
+/// there (0 remote at home, 1 away); a wide VM split into NUMA clients has it interleaved over the
+/// clients' distinct home nodes (two clients: 1/2 remote even at home); a VM that is not
+/// NUMA-managed (ESX 4.0's wide VM, or homes switched off) has it over every node (`1 - 1/nodes`).
+pub fn remote_fraction(node: u32, mem_nodes: &[u32], nodes: usize) -> f64 {
+    let (over, holds) = if mem_nodes.is_empty() { (nodes, true) } else { (mem_nodes.len(), mem_nodes.contains(&node)) };
+    if holds {
+        1.0 - 1.0 / over.max(1) as f64
+    } else {
+        1.0
+    }
+}
+
+/// Fill `out` with the distinct home nodes of the VM whose first vCPU is `first` (vCPUs of a VM
+/// are contiguous), or leave it empty when the VM has no home node.
+fn memory_nodes(sched: &CpuSched, first: usize, out: &mut Vec<u32>) {
+    out.clear();
+    let vm = sched.vcpus[first].vm;
+    for vc in sched.vcpus[first..].iter().take_while(|vc| vc.vm == vm) {
+        if vc.home == crate::cpu::NONE {
+            out.clear();
+            return;
+        }
+        if !out.contains(&vc.home) {
+            out.push(vc.home);
+        }
+    }
+}
+
 /// Cycles to refill the caches after the interval's moves, and the LLC misses that refill takes.
 pub fn refill(params: &PerfParams, ws_bytes: u64, mhz: f64, f: &VcpuFacts) -> (f64, f64) {
     let private = ws_bytes.min(params.l2_bytes) as f64 / params.line_bytes as f64 * params.llc_refill_line_ns;
@@ -229,6 +265,9 @@ pub struct PerfModel {
     last: Time,
     /// scratch: per pCPU, busy ns over the interval
     busy: Vec<u64>,
+    /// scratch: the nodes the current VM's memory is interleaved over (its clients' distinct home
+    /// nodes; empty for a VM without a home: every node)
+    mem_nodes: Vec<u32>,
     /// the per-vCPU counters, one row per vCPU of a profiled VM per sample
     pub table: Table,
 }
@@ -309,6 +348,7 @@ impl PerfModel {
             debt: vec![0.0; vcpus],
             last: 0,
             busy: vec![0; n],
+            mem_nodes: Vec::new(),
             table: Table::with_schema(&schema),
         }
     }
@@ -331,15 +371,9 @@ impl PerfModel {
             moves_node: (node - p_node) as f64,
             ..Default::default()
         };
-        // memory lives on the VM's home node; a VM without one (not NUMA-managed, or wider than a
-        // node) has it interleaved over every node (research/cpu.md C26)
-        facts.remote_fraction = if vc.home == crate::cpu::NONE {
-            1.0 - 1.0 / self.nodes as f64
-        } else if p < self.node_of.len() && self.node_of[p] != vc.home {
-            1.0
-        } else {
-            0.0
-        };
+        // a vCPU not yet placed on a pCPU is judged on its own home node
+        let node = if p < self.node_of.len() { self.node_of[p] } else { vc.home };
+        facts.remote_fraction = remote_fraction(node, &self.mem_nodes, self.nodes);
         if p < self.llc_of.len() {
             let llc = self.llc_of[p] as usize;
             let llc_busy: u64 = self.llc_pcpus[llc].iter().map(|&q| self.busy[q as usize]).sum();
@@ -370,6 +404,9 @@ impl PerfModel {
         for v in 0..sched.vcpus.len() {
             let vm = sched.vcpus[v].vm;
             idx = if vm == prev_vm { idx + 1 } else { 0 };
+            if vm != prev_vm {
+                memory_nodes(sched, v, &mut self.mem_nodes);
+            }
             prev_vm = vm;
             let facts = self.read_facts(sched, v, now);
             let vc = &sched.vcpus[v];
