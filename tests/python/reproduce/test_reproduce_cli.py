@@ -23,6 +23,8 @@ ALL_IDS += ["storage-table2", "storage-table6", "storage-tables13-15"]
 ALL_IDS += ["psp-rr-vs-adaptive", "storage-sfqd-shares"]
 # issue 9: wide-VM NUMA locality (clients tested in crates/vmtwin-core/tests/cpu_locality.rs)
 ALL_IDS += ["cpu-wide-vm-locality"]
+# issue 9: relaxed co-scheduling, Figures 6-7 (tested in tests/python/cpu/test_cosched_reproduce.py)
+ALL_IDS += ["cpu-cosched"]
 # issue 9: ESX 4 vs 3.5 and wide-VM NUMA throughput (tested in tests/python/reproduce/test_cpu_esx.py)
 ALL_IDS += ["cpu-multicore-lb", "cpu-extended-fairness", "cpu-esx4-vs-esx35", "cpu-wide-vm-numa"]
 # memory engine runs (tested in tests/python/memory)

@@ -1,0 +1,29 @@
+"""`vmtwin reproduce cpu-cosched` (research/cpu.md B4, Figures 6-7): every row derived with its
+derivation, the orderings the engine reproduces pass, and the run is deterministic."""
+
+from vmtwin.reproduce import EXPERIMENTS
+from vmtwin.reproduce.cpu_cosched import run_mode
+
+
+def test_cpu_cosched_rows_are_derived_and_deterministic():
+    exp = EXPERIMENTS["cpu-cosched"]
+    rows = exp.run()
+    assert [r.as_dict() for r in rows] == [r.as_dict() for r in exp.run()]
+    assert len(rows) == 6
+    assert all(r.source == "derived" and "simulated:" in r.note for r in rows)
+    verdicts = {r.metric: r.verdict for r in rows}
+    # Figure 6 (utilisation) and strict < relaxed on performance hold; ESX 4 > ESX 3.5 is reported
+    # whatever it is (a miss today, docs/cosched.md)
+    for metric in ("utilisation ESX 3.5 / strict > 1", "utilisation ESX 4 / strict > 1",
+                   "utilisation ESX 4 ≈ ESX 3.5 (within 5%)", "performance ESX 3.5 / strict > 1",
+                   "performance ESX 4 / strict > 1"):
+        assert verdicts[metric] == "PASS", metric
+    assert verdicts["performance ESX 4 > ESX 3.5"] in ("PASS", "FAIL")
+
+
+def test_strict_fragments_the_host_and_relaxed_does_not():
+    # strict needs both pCPUs at once for the pair: the host idles while the 1-vCPU VM runs
+    strict, relaxed = run_mode("strict"), run_mode("relaxed-4x")
+    assert strict["util"] < 0.95
+    assert relaxed["util"] > 0.99
+    assert relaxed["perf"] > 1.1 * strict["perf"]
