@@ -197,8 +197,6 @@ pub struct Vcpu {
     pub time_ns: [u64; STATES],
     /// cumulative charged ns (%USED)
     pub used_ns: u64,
-    /// cumulative run ns on a thread whose hyperthread sibling was busy (`sched/ht.rs`)
-    pub ht_ns: u64,
     /// virtual time: sum of run time / weight
     pub key: f64,
     /// scheduling weight in pCPUs
@@ -401,13 +399,13 @@ pub struct CpuSched {
     node_vcpus: Vec<usize>,
     /// when the NUMA balancer last ran
     last_rebalance: Time,
-    /// hyperthreading state (`sched/ht.rs`)
-    ht: ht::Ht,
     /// extended fairness: per VM, co-runners summed over entitlement updates; when it last
     /// chose; the (crowded, favoured) running vCPUs to swap at the next slice end of either
     crowd: Vec<f64>,
     last_fairness: Time,
     fair_pair: Option<(u32, u32)>,
+    /// hyperthreading state (`sched/ht.rs`)
+    ht: ht::Ht,
 }
 
 impl CpuSched {
@@ -426,7 +424,6 @@ impl CpuSched {
                     since: 0,
                     time_ns: [0; STATES],
                     used_ns: 0,
-                    ht_ns: 0,
                     key: 0.0,
                     weight: 1.0,
                     inv_weight: 1.0,
@@ -509,10 +506,10 @@ impl CpuSched {
             vm_home: vec![NONE; vcpus_per_vm.len()],
             node_vcpus: vec![0; node_count],
             last_rebalance: 0,
-            ht: ht::Ht::new(ht_on, n, crate::hw::thread_speed(params.ht_core_gain), params.ht_used_charge, vcpus_per_vm),
             crowd: vec![0.0; vcpus_per_vm.len()],
             last_fairness: 0,
             fair_pair: None,
+            ht: ht::Ht::new(ht_on, n, crate::hw::thread_speed(params.ht_core_gain), params.ht_used_charge, vcpus_per_vm),
             params,
         }
     }
