@@ -28,9 +28,10 @@ pub struct CpuSchedParams {
     /// clamped to it at each entitlement update. Default 100 ms = two quanta (research/cpu.md C3:
     /// "clamp |entitled - charged| to <= 1 quantum x 2").
     pub max_lag_ns: Time,
-    /// Weight of the newest interval in the EWMA of each vCPU's demand estimate (runnable
-    /// fraction), which sets the water level of the entitlement (`entitlement.rs`), dimensionless
-    /// in (0, 1]. Default 0.5: chosen, see test `demand_tracks_duty_cycle`.
+    /// Weight of the newest interval in the EWMA of each vCPU's demand estimate (how busy it is
+    /// with no contention and no limit, `CpuSched::update_demand`), which sets the water level of
+    /// the entitlement (`entitlement.rs`), dimensionless in (0, 1]. Default 0.5: chosen, see test
+    /// `demand_tracks_duty_cycle`.
     pub demand_ewma_weight: f64,
     /// Co-scheduling of multi-vCPU VMs (`cosched.rs`), a mode, dimensionless: `off`, `strict`
     /// (ESX 2.x: VM-wide co-stop, gang co-start of every vCPU), `relaxed-3x` (ESX 3.x: VM-wide
