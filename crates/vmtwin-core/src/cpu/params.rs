@@ -141,9 +141,9 @@ pub struct CpuSchedParams {
     /// vCPU stuck on a busy core is "scheduled on a whole core to be compensated for the lost
     /// time". Default on.
     pub ht_compensation: bool,
-    /// `sched.cpu.htsharing` per VM, by VM name: `any` (the default for VMs not listed),
-    /// `internal` or `none` (`hw::HtSharing`). In a scenario it is set per VM, as
-    /// `vms[].cpu.ht_sharing`.
+    /// `sched.cpu.htsharing` per VM, by VM name, a mode (dimensionless): `any`, `internal` or
+    /// `none` (`hw::HtSharing`). Default `any` for every VM not listed (ESX's default). In a
+    /// scenario it is set per VM, as `vms[].cpu.ht_sharing`.
     pub ht_sharing: BTreeMap<String, HtSharing>,
 }
 
