@@ -21,10 +21,10 @@ shrunk (each try is a simulation; shrinking took minutes): the message prints th
 scenario, expected and got per VM, and the example database replays it first next time.
 
 Status (issue 5, still open): all three tests are quarantined as non-strict xfail. The one over
-the regime where max-min on mean demands is attainable passes its 60 derandomized examples when
-run alone, but Hypothesis mixes constants from every imported module into its draws, so inside the
-whole suite it draws others, and one misses: two 1-share VMs among held-back VMs, 0.89 points
-of a pCPU under their allocation against a 0.68-point tolerance. Over the whole draw (scripts/maxmin_census.py, 400 scenarios
+the regime where max-min on mean demands is attainable runs a fixed sample built from seeded
+`random.Random` draws (Hypothesis mixes constants from every imported module into its draws, so
+even a derandomized sample changed between a run alone and the whole suite); 98 of its 100 pass.
+Over the whole draw (scripts/maxmin_census.py, 400 scenarios
 with pools) about 1 in 80 misses, for three reasons the note on issue 5 details: near 100% load a
 finite run ends with seconds of work queued in the guests; a bottlenecked VM near its per-vCPU cap
 beside bursty VMs that get all they want loses what the bursts overlap (four vCPUs at 0.52 each
@@ -35,6 +35,8 @@ quarantined tests run on every `make test` and report XPASS/XFAIL, so progress s
 """
 
 from __future__ import annotations
+
+import random
 
 import pytest
 from hypothesis import HealthCheck, Phase, assume, given, settings
@@ -57,36 +59,73 @@ BACKLOG = 1.15  # demand / allocation above which a VM's bursts may be exponenti
 MAX_EVENTS_PER_S = 500_000
 
 
-def _shares(draw, levels):
-    return draw(st.one_of(st.sampled_from(levels), st.integers(1, 20_000)))
+class _HypothesisPick:
+    """Draws through Hypothesis (shrinkable, explorable)."""
+
+    def __init__(self, draw):
+        self._draw = draw
+
+    def int(self, lo, hi):
+        return self._draw(st.integers(lo, hi))
+
+    def choice(self, seq):
+        return self._draw(st.sampled_from(seq))
+
+    def coin(self):
+        return self._draw(st.booleans())
+
+
+class _RandomPick:
+    """The same draws from a seeded ``random.Random``: a sample that no test-suite context can
+    change (Hypothesis mixes constants from every imported module into its draws)."""
+
+    def __init__(self, seed):
+        self._rng = random.Random(seed)
+
+    def int(self, lo, hi):
+        return self._rng.randint(lo, hi)
+
+    def choice(self, seq):
+        return self._rng.choice(list(seq))
+
+    def coin(self):
+        return self._rng.random() < 0.5
+
+
+def _shares(pick, levels):
+    return pick.choice(levels) if pick.coin() else pick.int(1, 20_000)
 
 
 @st.composite
 def scenarios(draw, with_pools=True):
-    cores = draw(st.integers(1, 8))
-    core_mhz = draw(st.sampled_from([1000, 2000, 2600]))
+    return make_scenario(_HypothesisPick(draw), with_pools)
+
+
+def make_scenario(pick, with_pools=True):
+    cores = pick.int(1, 8)
+    core_mhz = pick.choice([1000, 2000, 2600])
     capacity = cores * core_mhz
 
     # pool tree: up to 3 pools under the root, each with up to 2 child pools
     pools = []  # (name, parent)
     if with_pools:
-        for i in range(draw(st.integers(0, 3))):
+        for i in range(pick.int(0, 3)):
             pools.append((f"p{i}", None))
-            for j in range(draw(st.integers(0, 2))):
+            for j in range(pick.int(0, 2)):
                 pools.append((f"p{i}{j}", f"p{i}"))
     containers = [None] + [name for name, _ in pools]
 
     vms = []  # dicts, reservations filled in below
-    for i in range(draw(st.integers(1, 8))):
-        vcpus = draw(st.integers(1, min(cores, 8)))
-        limited = draw(st.integers(0, 3)) == 0
-        limit = draw(st.integers(max(1, core_mhz // 10), vcpus * core_mhz)) if limited else None
-        idle = draw(st.integers(0, 7)) == 0
+    for i in range(pick.int(1, 8)):
+        vcpus = pick.int(1, min(cores, 8))
+        limited = pick.int(0, 3) == 0
+        limit = pick.int(max(1, core_mhz // 10), vcpus * core_mhz) if limited else None
+        idle = pick.int(0, 7) == 0
         vms.append({
-            "name": f"vm{i}", "pool": draw(st.sampled_from(containers)), "vcpus": vcpus,
-            "shares": _shares(draw, ["low", "normal", "high"]), "limit": limit,
-            "duty": None if idle else draw(st.integers(5, 100)) / 100, "reservation": 0,
-            "burst_ms": draw(st.sampled_from([2, 5, 10])),
+            "name": f"vm{i}", "pool": pick.choice(containers), "vcpus": vcpus,
+            "shares": _shares(pick, ["low", "normal", "high"]), "limit": limit,
+            "duty": None if idle else pick.int(5, 100) / 100, "reservation": 0,
+            "burst_ms": pick.choice([2, 5, 10]),
         })
 
     # reservations and pool settings, top down within budgets admission control accepts
@@ -97,17 +136,17 @@ def scenarios(draw, with_pools=True):
         kids += [("vm", v) for v in vms if v["pool"] == container]
         left = budget
         for kind, kid in kids:
-            want = draw(st.integers(0, left)) if left > 0 and draw(st.booleans()) else 0
+            want = pick.int(0, left) if left > 0 and pick.coin() else 0
             if kind == "vm":
                 cap = kid["vcpus"] * core_mhz if kid["limit"] is None else kid["limit"]
                 kid["reservation"] = r = min(want, cap)
                 left -= r
             else:
-                limit = draw(st.integers(core_mhz // 4, capacity)) if draw(st.integers(0, 2)) == 0 else None
+                limit = pick.int(core_mhz // 4, capacity) if pick.int(0, 2) == 0 else None
                 b = want if limit is None else min(want, limit)
-                expandable = draw(st.booleans())
-                res = b if not expandable else draw(st.integers(0, b))
-                pool_cfg[kid] = {"shares": _shares(draw, ["low", "normal", "high"]), "reservation": f"{res}MHz",
+                expandable = pick.coin()
+                res = b if not expandable else pick.int(0, b)
+                pool_cfg[kid] = {"shares": _shares(pick, ["low", "normal", "high"]), "reservation": f"{res}MHz",
                                  "limit": "unlimited" if limit is None else f"{limit}MHz",
                                  "expandable_reservation": expandable}
                 fill(kid, b)
@@ -129,13 +168,13 @@ def scenarios(draw, with_pools=True):
                              burst_distribution=dist_for.get(v["name"], "fixed")))
                  for v in vms])
 
-    seed = draw(st.integers(0, 2**32))
+    seed = pick.int(0, 2**32)
     fixed = build({})
     expected = expected_vm_mhz(fixed)
     dist = {}
     for v in vms:
         demand = 0.0 if v["duty"] is None else v["duty"] * v["vcpus"] * core_mhz
-        if demand >= BACKLOG * expected[v["name"]] and draw(st.booleans()):
+        if demand >= BACKLOG * expected[v["name"]] and pick.coin():
             dist[v["name"]] = "exponential"
     return build(dist)
 
@@ -244,17 +283,32 @@ def attainable(sc: Scenario) -> bool:
     return not (bursty_satisfied and (near_cap or too_narrow))
 
 
+ATTAINABLE_SAMPLE = 100  # attainable scenarios, from seeds 0, 1, 2, ... (163 seeds give 100)
+
+
+def attainable_sample(n: int = ATTAINABLE_SAMPLE):
+    """The first `n` scenarios `attainable` keeps, drawn from seeds 0, 1, 2, ... by `_RandomPick`:
+    the same sample in any run, whatever else the test suite imports."""
+    seed = 0
+    while n:
+        sc = make_scenario(_RandomPick(seed), with_pools=True)
+        seed += 1
+        if attainable(sc):
+            n -= 1
+            yield sc
+
+
 @KNOWN_GAPS
-@settings(max_examples=60, derandomize=True, database=None, deadline=None, phases=[Phase.generate],
-          suppress_health_check=list(HealthCheck))
-@given(scenarios(with_pools=True))
-def test_attainable_scenarios_get_their_hierarchical_maxmin_allocation(sc: Scenario):
-    """The strict property on the scenarios `attainable` keeps (about 85% of those drawn): pools
-    two deep, reservations, limits, 1-8 vCPU VMs, duty-cycled and busy VMs, open-loop work. The
-    sample is fixed (derandomized), so a failure is the engine's, not the draw's; the census
-    (`scripts/maxmin_census.py --pools --attainable --examples 300`) passes 299 of 300 at the end of
-    this session, the miss a duty-0.07 VM in a limited pool whose wake-ups wait 26% READY beside a
-    backlogged sibling, its estimate 8% over its demand (0.59 points of a pCPU). Quarantined:
-    see the module's status."""
-    assume(attainable(sc))
-    assert_on_allocation(sc)
+def test_attainable_scenarios_get_their_hierarchical_maxmin_allocation():
+    """The strict property on a fixed sample of the scenarios `attainable` keeps: pools two deep,
+    reservations, limits, 1-8 vCPU VMs, duty-cycled and busy VMs, open-loop work (about 2 s). At
+    the end of session 17, 98 of the 100 pass; the misses are seed 16 (three VMs 0.7-1.5 points
+    of a pCPU off, bursty VMs in limited pools) and seed 65 (a satisfied 5-vCPU VM at 78% per vCPU
+    8.4 points under its demand, a held-back neighbour as much over: near saturation the demand
+    estimate reads its colliding wake-ups as backlog). Quarantined until they pass."""
+    reports = []
+    for sc in attainable_sample():
+        bad, report = violations(sc)
+        if bad:
+            reports.append(f"VMs off their max-min allocation: {bad}\n{report}\n--- scenario ---\n{sc.to_yaml()}")
+    assert not reports, f"{len(reports)} of {ATTAINABLE_SAMPLE} off:\n" + "\n\n".join(reports)
