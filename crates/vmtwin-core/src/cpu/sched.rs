@@ -808,10 +808,17 @@ impl CpuSched {
         if let Some(b) = &mut s.bucket {
             b.set_active(n);
         }
-        // a pending refill belongs to the old bucket: cancel it and release what it held
+        // a pending refill belongs to the old bucket
+        self.cancel_refill(vm, now, q);
+    }
+
+    /// Cancel limiter `l`'s pending refill (timed for a bucket or rate that is gone) and release
+    /// the vCPUs it held; any still throttled are held again against the bucket as it is now.
+    fn cancel_refill(&mut self, l: u32, now: Time, q: &mut EventQueue) {
+        let s = &mut self.limiters[l as usize];
         s.refill_gen = s.refill_gen.wrapping_add(1);
         s.refill_pending = false;
-        self.release_held(vm, now, q);
+        self.release_held(l, now, q);
         self.settle_cosched(now, q);
     }
 
@@ -833,10 +840,7 @@ impl CpuSched {
                 // a pending refill was timed at the old rate (at a share of a few Hz, tens of
                 // seconds away): release what it held, to be held again at the new rate
                 if s.refill_pending {
-                    s.refill_gen = s.refill_gen.wrapping_add(1);
-                    s.refill_pending = false;
-                    self.release_held(vm, now, q);
-                    self.settle_cosched(now, q);
+                    self.cancel_refill(vm, now, q);
                 }
             }
             (None, Some(a)) => {
@@ -846,10 +850,7 @@ impl CpuSched {
             }
             (Some(_), None) => {
                 s.bucket = None;
-                s.refill_gen = s.refill_gen.wrapping_add(1);
-                s.refill_pending = false;
-                self.release_held(vm, now, q);
-                self.settle_cosched(now, q);
+                self.cancel_refill(vm, now, q);
             }
             (None, None) => {}
         }
