@@ -157,6 +157,13 @@ class GuestOs(_Model):
         return min(pages, math.ceil((self.kernel_base + self.kernel_bytes_per_page * pages) / PAGE_BYTES))
 
 
+class TouchPhase(_Model):
+    """From ``at`` on, the workload touches ``working_set`` (from the same offset)."""
+
+    at: Nanos = Field(description="Start of the phase, from the start of the run, e.g. '5min'.")
+    working_set: Bytes = Field(description="Memory the workload touches from then on, e.g. '250MB'.")
+
+
 class GuestMemory(_Model):
     """What a VM's guest keeps in memory and how its workload touches it."""
 
@@ -173,6 +180,8 @@ class GuestMemory(_Model):
                                        "the working set, read only its first hot_block bytes round-robin.")
     hot_block_after_passes: Annotated[int, Strict(), Field(ge=0, le=2**32 - 1)] = Field(
         1, description="Passes over the whole working set before the hot block (default 1).")
+    phases: list[TouchPhase] = Field(default_factory=list, description="Working-set changes over time, e.g. "
+                                     "[{at: '5min', working_set: '250MB'}] (not with guest_os or hot_block).")
     balloon_driver: Annotated[bool, Strict()] = Field(True, description="Whether the guest runs the balloon driver.")
     overhead: Bytes = Field("32MB", description="The VM's overhead memory (frame buffer, page tables).")
     swap_datastore: Optional[Name] = Field(None, description="Datastore of the VM's swap file (needs a storage "
@@ -230,6 +239,17 @@ def memory_errors(sc: "Scenario") -> Optional[ScenarioError]:
         if g.hot_block is not None and (g.pattern != "sequential" or not PAGE_BYTES <= g.hot_block <= ws):
             return scenario_error(f"vms[{i}].guest_memory.hot_block", _fmt(g.hot_block),
                                   f"with pattern: sequential, at least 4 KiB and at most the working set, {_fmt(ws)}")
+        for k, ph in enumerate(g.phases):
+            if k and ph.at <= g.phases[k - 1].at:
+                return scenario_error(f"vms[{i}].guest_memory.phases[{k}].at", ph.at,
+                                      "a start later than the previous phase's (ns)")
+            if ph.working_set < PAGE_BYTES or g.working_set_offset + ph.working_set > size:
+                return scenario_error(f"vms[{i}].guest_memory.phases[{k}].working_set", _fmt(ph.working_set),
+                                      f"at least 4 KiB, and with working_set_offset ({_fmt(g.working_set_offset)}) "
+                                      f"inside the configured memory, {_fmt(size)}")
+        if g.phases and (g.guest_os is not None or g.hot_block is not None):
+            return scenario_error(f"vms[{i}].guest_memory.phases", f"{len(g.phases)} phases",
+                                  "phases without guest_os and without hot_block")
         if g.content.os_fraction + g.content.app_fraction > 1.0:
             return scenario_error(f"vms[{i}].guest_memory.content.app_fraction", g.content.app_fraction,
                                   f"at most 1 - os_fraction = {1.0 - g.content.os_fraction:g}")
@@ -335,6 +355,7 @@ def engine_section(sc: "Scenario") -> dict:
                 "pattern": g.pattern,
                 "hot_block_bytes": g.hot_block,
                 "hot_block_after_passes": g.hot_block_after_passes,
+                "phases": [{"at_ns": ph.at, "working_set_bytes": ph.working_set} for ph in g.phases],
             },
             "swap_datastore": datastores[i],
             "guest_os": None if g.guest_os is None else {

@@ -239,6 +239,10 @@ pub struct VmMemStats {
     pub consumed: f64,
     /// TCHD: active pages, sampled estimate
     pub active: f64,
+    /// %ACTVS's pages: the slow moving average of the sampled active fraction, times MEMSZ
+    pub active_slow: f64,
+    /// %ACTVF's pages: the fast moving average, times MEMSZ
+    pub active_fast: f64,
     /// working set: distinct pages touched in the last complete sampling period
     pub working_set: u64,
     /// SZTGT: target
@@ -1132,6 +1136,8 @@ impl MemHost {
             mapped: self.mapped(vm),
             consumed: pm.count(PageState::Regular) as f64 + shared_share + v.cache_quarters as f64 / 4.0,
             active: v.est.fraction(self.params.ewma_fast_gain) * f64::from(pm.pages()),
+            active_slow: v.est.slow * f64::from(pm.pages()),
+            active_fast: v.est.fast * f64::from(pm.pages()),
             working_set: v.working_set,
             target: v.target,
             mctlsz: pm.count(PageState::Ballooned),

@@ -10,7 +10,7 @@
 //! stand-in's `standin_read_ns` / `standin_write_ns`. Per VM: reservation, limit, shares,
 //! overhead, balloon driver, content, image, the touch profile (`working_set_bytes`,
 //! `working_set_offset_bytes`, `pages_per_cpu_s` = 10,000 by default, chosen; `write_fraction`,
-//! `pattern`, `hot_block_bytes`, `hot_block_after_passes`), the swap file's datastore, and the
+//! `pattern`, `hot_block_bytes`, `hot_block_after_passes`, `phases`), the swap file's datastore, and the
 //! guest OS model (`guest_os`, [`crate::mem::guest::GuestParams`]) with the disk it swaps to.
 //!
 //! # Counters
@@ -193,6 +193,21 @@ pub struct TouchSpec {
     /// passes over the whole working set before the hot block (default 1)
     #[serde(default = "default_passes")]
     pub hot_block_after_passes: u32,
+    /// working-set changes over time: from each phase's start on, the working set is that
+    /// phase's size (from the same offset). A toucher that varies how much memory it touches,
+    /// as in the active-memory sampling experiment [S1 §5.3, Fig. 6]
+    #[serde(default)]
+    pub phases: Vec<TouchPhase>,
+}
+
+/// One working-set phase of a touch profile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TouchPhase {
+    /// start, ns from the start of the run
+    pub at_ns: Time,
+    /// working set from then on, bytes
+    pub working_set_bytes: u64,
 }
 
 fn default_passes() -> u32 {
@@ -209,6 +224,7 @@ impl Default for TouchSpec {
             pattern: TouchPattern::Random,
             hot_block_bytes: None,
             hot_block_after_passes: default_passes(),
+            phases: Vec::new(),
         }
     }
 }
@@ -286,6 +302,20 @@ impl MemorySpec {
                 if pages_of(hb) == 0 || hb > ws {
                     invalid!(format!("{path}.guest_memory.hot_block"), format!("{hb} bytes"), format!("at least one page and at most the working set, {ws} bytes"));
                 }
+            }
+            let mut last = None;
+            for (k, ph) in t.phases.iter().enumerate() {
+                let at = format!("{path}.guest_memory.phases[{k}]");
+                if last.is_some_and(|l| ph.at_ns <= l) {
+                    invalid!(format!("{at}.at"), format!("{} ns", ph.at_ns), "a start later than the previous phase's");
+                }
+                last = Some(ph.at_ns);
+                if pages_of(ph.working_set_bytes) == 0 || t.working_set_offset_bytes.saturating_add(ph.working_set_bytes) > bytes {
+                    invalid!(format!("{at}.working_set"), format!("{} bytes", ph.working_set_bytes), format!("at least one page, inside the configured memory ({bytes} bytes) from the working set's offset"));
+                }
+            }
+            if !t.phases.is_empty() && (v.guest_os.is_some() || t.hot_block_bytes.is_some()) {
+                invalid!(format!("{path}.guest_memory.phases"), format!("{} phases", t.phases.len()), "phases without guest_os and without hot_block");
             }
             ContentSpec::from(&v.content).validate(&format!("{path}.guest_memory.content"))?;
             if let Some(g) = &v.guest_os {

@@ -82,6 +82,8 @@ struct Touch {
     hot: Option<(u32, u32)>,
     /// completed round-robin passes over the current span
     passes: u32,
+    /// working-set phases still to come, last first: (start, pages)
+    phases: Vec<(Time, u32)>,
 }
 
 /// A vCPU's memory side: its stream, the fractional touch carried over, and a burst waiting on
@@ -149,6 +151,8 @@ fn vm_schema() -> Table {
         ("SZTGT", f),
         ("TCHD", f),
         ("TCHD_W", f),
+        ("%ACTVS", f),
+        ("%ACTVF", f),
         ("MCTLSZ", f),
         ("MCTLTGT", f),
         ("SWCUR", f),
@@ -227,6 +231,7 @@ impl Memory {
                     write_fraction: t.write_fraction,
                     pattern: t.pattern,
                     cursor: 0,
+                    phases: t.phases.iter().rev().map(|p| (p.at_ns, (pages_of(p.working_set_bytes) as u32).max(1))).collect(),
                 }
             })
             .collect();
@@ -299,6 +304,14 @@ impl Memory {
     /// `until` is `None` for a swap-in through the storage queues (its completion wakes the vCPU).
     fn touches(&mut self, vm: usize, mi: u32, vc: usize, n: u64, now: Time) -> Result<Time, (Option<Time>, Time, u64)> {
         let mut stall = 0;
+        let t = &mut self.touch[vm];
+        while let Some(&(at, pages)) = t.phases.last() {
+            if now < at {
+                break;
+            }
+            (t.pages, t.cursor) = (pages, 0);
+            t.phases.pop();
+        }
         // random touches miss the cache: a copy of the vCPU's stream runs PREFETCH_AHEAD touches
         // ahead, drawing the same numbers, and prefetches those pages' pmap slots
         let mut ahead = (self.touch[vm].pattern == TouchPattern::Random && !self.touch[vm].guest).then(|| self.vcpus[vc].rng.clone());
@@ -583,6 +596,8 @@ impl Simulation {
                 ("SZTGT", Value::F64(mb(s.target))),
                 ("TCHD", Value::F64(mb(s.active))),
                 ("TCHD_W", Value::F64(mb(s.working_set as f64))),
+                ("%ACTVS", Value::F64(100.0 * s.active_slow / s.memsz as f64)),
+                ("%ACTVF", Value::F64(100.0 * s.active_fast / s.memsz as f64)),
                 ("MCTLSZ", Value::F64(mb(s.mctlsz as f64))),
                 ("MCTLTGT", Value::F64(mb(s.mctltgt as f64))),
                 ("SWCUR", Value::F64(mb(s.swcur as f64))),

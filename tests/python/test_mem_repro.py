@@ -1,0 +1,166 @@
+"""mem8-repro's reproductions (research/memory.md B.3, B.5, B.9) against independent oracles:
+the sampler's averages against the EWMA recursions and the binomial sample they are built from,
+working-set phases against the pmap's exact touched count, the sharing scan's CPU charge against
+its closed form, and the overcommitment factor against Eq. 1 over random hosts."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vmtwin.exceptions import ScenarioError
+from vmtwin.reproduce import EXPERIMENTS
+from vmtwin.reproduce import mem as rm
+from vmtwin.scenario import parse_scenario
+
+FAST, SLOW = 0.5, 0.1  # MemParams' default EWMA gains
+N_SAMPLE = 100  # pages sampled per period
+
+
+@pytest.fixture(scope="module")
+def sampling_mem():
+    return rm.sampling_run()
+
+
+def _period_ends(mem):
+    """One row per sampling period: the first sample after each period's end (the averages
+    change only there)."""
+    t = mem["time_s"]
+    period = (t // rm.SAMPLE_PERIOD_S).astype(int)
+    return mem.groupby(period).first().reset_index(drop=True)
+
+
+def test_the_averages_follow_the_ewma_recursions_of_one_100_page_sample(sampling_mem):
+    ends = _period_ends(sampling_mem)
+    fast, slow = ends["%ACTVF"].to_numpy() / 100, ends["%ACTVS"].to_numpy() / 100
+    checked = 0
+    for k in range(1, len(ends)):
+        if fast[k] == fast[k - 1] and slow[k] == slow[k - 1]:
+            continue
+        # the sample fraction the fast average folded in; it must be t/100 for an integer t, and
+        # the slow average must have folded in the same one
+        f = (fast[k] - (1 - FAST) * fast[k - 1]) / FAST
+        assert abs(f * N_SAMPLE - round(f * N_SAMPLE)) < 1e-6, (k, f)
+        assert 0.0 <= round(f * N_SAMPLE) <= N_SAMPLE
+        assert slow[k] == pytest.approx(slow[k - 1] + SLOW * (f - slow[k - 1]), abs=1e-9)
+        checked += 1
+    assert checked > 100
+    # the estimate is the max of the averages (and of the fast one with the partial period)
+    m = sampling_mem
+    assert (m["TCHD"] >= m[["%ACTVF", "%ACTVS"]].max(axis=1) * m["MEMSZ"] / 100 - 1e-6).all()
+
+
+def test_the_samples_are_binomial_around_the_fraction_really_touched(sampling_mem):
+    ends = _period_ends(sampling_mem)
+    fast = ends["%ACTVF"].to_numpy() / 100
+    fs = (fast[1:] - (1 - FAST) * fast[:-1]) / FAST
+    touched = (ends["TCHD_W"] / ends["MEMSZ"]).to_numpy()[1:]
+    # periods wholly inside a phase: the amount touched in the period is the phase's
+    steady = touched[1:] == touched[:-1]
+    for p in sorted(set(touched[1:][steady])):
+        got = fs[1:][steady & (touched[1:] == p)]
+        se = math.sqrt(p * (1 - p) / N_SAMPLE / len(got))
+        assert abs(got.mean() - p) < 4 * se + 1e-9, (p, got.mean(), len(got))
+
+
+def test_phases_change_the_amount_touched_exactly(sampling_mem):
+    ends = _period_ends(sampling_mem)
+    bg = rm.SAMPLING_BACKGROUND_MB
+    for (m, mb), nxt in zip(rm.SAMPLING_SCHEDULE, [*rm.SAMPLING_SCHEDULE[1:], (rm.SAMPLING_RUN_MIN, None)]):
+        # periods wholly inside the phase (TCHD_W is the last full period's count)
+        inside = ends[(ends["time_s"] > 60 * m + rm.SAMPLE_PERIOD_S + 2) & (ends["time_s"] < 60 * nxt[0])]
+        assert len(inside) > 5
+        assert (inside["TCHD_W"] == mb + bg).all(), (m, inside["TCHD_W"].unique())
+
+
+def test_sampling_rows_pass_and_say_where_they_come_from():
+    rows = rm.sampling()
+    judged = [r for r in rows if r.judged]
+    assert len(judged) == 10 and all(r.verdict == "PASS" for r in judged), [(r.metric, r.simulated) for r in judged]
+    assert all(r.source == "derived" and r.note for r in judged)
+    assert "mem-sampling" in EXPERIMENTS
+
+
+# --- phases: bad input ---------------------------------------------------------------------
+
+
+def _phased(phases, **extra):
+    return {"name": "p", "duration": "60s", "host": {"cores_per_llc": 2, "memory": "1GB"}, "memory": {},
+            "vms": [{"name": "a", "memory": "256MB", "workload": {"type": "cpu_bound", "duty": 1.0},
+                     "guest_memory": {"working_set": "16MB", "phases": phases, **extra}}]}
+
+
+@pytest.mark.parametrize("phases,extra,field", [
+    ([{"at": "20s", "working_set": "8MB"}, {"at": "10s", "working_set": "8MB"}], {}, "phases[1].at"),
+    ([{"at": "20s", "working_set": "300MB"}], {}, "phases[0].working_set"),
+    ([{"at": "20s", "working_set": "8MB"}], {"pattern": "sequential", "hot_block": "4MB"}, "phases"),
+    ([{"at": "20s"}], {}, "phases[0].working_set"),
+])
+def test_bad_phases_name_the_field(phases, extra, field):
+    with pytest.raises(ScenarioError) as e:
+        parse_scenario(_phased(phases, **extra))
+    assert field in str(e.value)
+
+
+def test_bad_phases_exit_2_and_write_nothing(tmp_path):
+    import yaml
+
+    from vmtwin.cli import main
+
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(_phased([{"at": "20s", "working_set": "1GB"}])))
+    out = tmp_path / "out"
+    assert main(["run", str(path), "-o", str(out)]) == 2
+    assert not out.exists()
+
+
+# --- B.3: the scan's CPU is taken from the workload ------------------------------------------
+
+
+def test_one_vm_loses_exactly_the_cpu_its_scans_cost():
+    # one busy VM alone on two pCPUs: with the scan on it does its work minus rate x cost x time
+    n, run_s = 1, 30 * 60
+    on, off = rm.useful_cpu_s(n, True), rm.useful_cpu_s(n, False)
+    scan_cpu_s = 200 * 1e-6 * run_s  # share_scan_pages_per_s x share_scan_cpu_ns x run
+    assert off == pytest.approx(run_s, rel=1e-6)
+    assert off - on == pytest.approx(scan_cpu_s, rel=0.02)
+
+
+# --- B.9: the overcommitment factor -----------------------------------------------------------
+
+
+@settings(max_examples=40, deadline=None)
+@given(host_mb=st.integers(256, 65536), sizes=st.lists(st.integers(64, 32768), min_size=1, max_size=6),
+       on=st.lists(st.integers(0, 20), min_size=6, max_size=6), at=st.integers(0, 20),
+       hog=st.integers(0, 128))
+def test_factor_is_eq1_over_the_vms_powered_on(host_mb, sizes, on, at, hog):
+    vms = [{"name": f"v{i}", "memory": f"{s}MB", "power_on": f"{on[i]}s", "workload": {"type": "idle"}}
+           for i, s in enumerate(sizes)]
+    if hog:
+        vms.append({"name": "hog", "memory": f"{hog}MB", "workload": {"type": "idle"},
+                    "memory_allocation": {"reservation": f"{hog}MB"}})
+    sc = parse_scenario({"name": "f", "duration": "30s", "memory": {}, "host": {"cores_per_llc": 2,
+                         "memory": f"{host_mb}MB"}, "vms": vms})
+    powered = sum(s for s, t in zip(sizes, on) if t <= at)
+    assert rm.overcommit_factor(sc, at * 10**9) == pytest.approx((powered + hog) / host_mb)
+    if hog < host_mb:
+        assert rm.overcommit_factor(sc, at * 10**9, hog_excluded=True) == pytest.approx(powered / (host_mb - hog))
+
+
+@given(x=st.floats(0, 100, allow_nan=False))
+def test_truncation_never_rounds_up(x):
+    t = rm.truncated(x)
+    assert t <= x + 1e-9 and x - t < 0.01 + 1e-9 and round(t * 100) == pytest.approx(t * 100)
+
+
+def test_overcommit_rows_are_the_papers_numbers():
+    rows = rm.overcommit()
+    assert all(r.verdict == "PASS" for r in rows)
+    printed = {r.metric: r.published for r in rows if r.source == "published" and "factor" in r.metric}
+    # the factors the paper prints, truncated: 20/42 = 0.476 -> 0.47, 60/19 = 3.158 -> 3.15
+    assert printed["dvdstore: 5 x 4 GB, 30 GB hog on 72 GB: factor"] == 0.47
+    assert printed["vdi: 15 x 4 GB, 53 GB hog on 72 GB: factor"] == 3.15
+    assert printed["microbenchmarks: 2 x 24 GB on 32 GB: factor"] == 1.5
