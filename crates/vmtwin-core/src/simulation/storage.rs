@@ -137,6 +137,7 @@ impl Simulation {
             match &mut spec {
                 WorkloadSpec::Iometer(x) => x.start_ns += on,
                 WorkloadSpec::Poisson(x) => x.start_ns += on,
+                WorkloadSpec::Bursty(x) => x.start_ns += on,
                 WorkloadSpec::Batch(x) => x.start_ns += on,
                 WorkloadSpec::Trace(x) => x.start_ns += on,
             }
