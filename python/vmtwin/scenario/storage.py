@@ -70,6 +70,24 @@ VIRTUAL_DISK_QUEUE_DEPTH = 64
 FILEBENCH_PRESETS = {"file": (59.0, 5.07, 151), "web": (92.0, 5.79, 141), "mail": (39.0, 5.49, 149)}
 
 
+#: Kraft et al.'s Postmark and FFSB workloads as bursty sources (``type: bursty, preset: ...``):
+#: (inter-arrival mean in ms, inter-arrival CV) from their Table 4 (averaged over VMs and runs),
+#: then (block size in bytes, random %, read %), which the paper does not give per workload and
+#: are chosen: PM-1 32 kB, the mode of its Fig. 6 request sizes (4-8 blocks); PM-2 64 kB (Fig. 6:
+#: larger, more requests over 8 blocks); FFSB-1 64 kB and FFSB-2 256 kB (Fig. 6: a large share of
+#: requests over 128 blocks, FFSB-2 fewer and larger); S variants sequential, R and PM random; 50 %
+#: reads (Postmark's default read/append bias of 5 in 10 [ext: Katcher, "PostMark", NetApp TR3022,
+#: 1997]; FFSB: chosen).
+KRAFT_PRESETS: dict[str, tuple[float, float, int, float, float]] = {
+    "pm-1": (0.72, 21.0, 32 * 1024, 100.0, 50.0),
+    "pm-2": (0.81, 16.4, 64 * 1024, 100.0, 50.0),
+    "ffsb-1s": (3.07, 9.2, 64 * 1024, 0.0, 50.0),
+    "ffsb-1r": (3.24, 9.1, 64 * 1024, 100.0, 50.0),
+    "ffsb-2s": (4.36, 9.9, 256 * 1024, 0.0, 50.0),
+    "ffsb-2r": (3.54, 10.8, 256 * 1024, 100.0, 50.0),
+}
+
+
 class Adapter(_Model):
     """An HBA port."""
 
@@ -180,6 +198,35 @@ class Poisson(_Model):
     start: Nanos = Field("0s", description="Start after the VM's power-on.")
 
 
+class Bursty(_Model):
+    """An open source with bursty arrivals: inter-arrival times are a two-phase hyperexponential
+    with mean ``1 / rate`` and coefficient of variation ``cv`` (balanced means; cv 1 is Poisson).
+    A ``preset`` (Kraft et al.'s Postmark/FFSB: pm-1, pm-2, ffsb-1s, ffsb-1r, ffsb-2s, ffsb-2r)
+    supplies every field from :data:`KRAFT_PRESETS`; a field given beside it wins."""
+
+    type: Literal["bursty"] = "bursty"
+    preset: Optional[Literal["pm-1", "pm-2", "ffsb-1s", "ffsb-1r", "ffsb-2s", "ffsb-2r"]] = Field(
+        None, description="Kraft et al.'s Postmark or FFSB workload (Table 4's inter-arrival mean and CV).")
+    rate: Optional[Annotated[float, Strict(), Field(gt=0.0, le=1e8)]] = Field(None, description="Mean requests per second (required without a preset).")
+    cv: Optional[Annotated[float, Strict(), Field(ge=1.0, le=1000.0)]] = Field(None, description="Inter-arrival coefficient of variation, >= 1 (required without a preset).")
+    block_size: Optional[Bytes] = Field(None, description="Request size (a multiple of 512 bytes); default 4KB or the preset's.")
+    read_pct: Optional[Pct] = Field(None, description="Reads, percent; default 100 or the preset's.")
+    random_pct: Optional[Pct] = Field(None, description="Random requests, percent; default 100 or the preset's.")
+    cap: Optional[Count] = Field(None, description="Drop arrivals finding this many in flight.")
+    start: Nanos = Field("0s", description="Start after the VM's power-on.")
+
+    def resolved(self) -> tuple[float, float, int, float, float]:
+        """(rate per s, cv, block bytes, random %, read %), the preset's where not given."""
+        if self.preset is None:
+            base = (None, None, 4096, 100.0, 100.0)
+        else:
+            ia_ms, cv, block, rnd, rd = KRAFT_PRESETS[self.preset]
+            base = (1000.0 / ia_ms, cv, block, rnd, rd)
+        pick = lambda mine, dflt: dflt if mine is None else mine  # noqa: E731
+        return (pick(self.rate, base[0]), pick(self.cv, base[1]), pick(self.block_size, base[2]),
+                pick(self.random_pct, base[3]), pick(self.read_pct, base[4]))
+
+
 class FileBench(_Model):
     """A FileBench-like mix (Kraft et al.): batch customers that think, then issue a batch."""
 
@@ -200,7 +247,7 @@ class TraceIo(_Model):
     start: Nanos = Field("0s", description="Start after the VM's power-on.")
 
 
-IoWorkload = Annotated[Union[Iometer, Poisson, FileBench, TraceIo], Field(discriminator="type")]
+IoWorkload = Annotated[Union[Iometer, Poisson, Bursty, FileBench, TraceIo], Field(discriminator="type")]
 
 
 class VcpuIo(_Model):
@@ -222,7 +269,7 @@ class Disk(_Model):
     offset: Bytes = Field("0B", description="Where the span starts on the LUN.")
     queue_depth: Count = Field(VIRTUAL_DISK_QUEUE_DEPTH, description="The virtual adapter's queue depth for the disk; "
                                "requests beyond it wait in the guest (default 64, PVSCSI's).")
-    workload: Optional[IoWorkload] = Field(None, description="I/O generated on this disk: iometer, poisson or filebench.")
+    workload: Optional[IoWorkload] = Field(None, description="I/O generated on this disk: iometer, poisson, bursty, filebench or trace.")
     vcpu_io: Optional[VcpuIo] = Field(None, description="The VM's vCPUs wait for synchronous I/O on this disk.")
 
 
@@ -364,6 +411,11 @@ def _check(scenario: "Scenario", st: Storage) -> None:
             if not p.is_file():
                 raise scenario_error(f"{at}.workload.path", d.workload.path,
                                      f"an existing trace file (looked for {p})")
+        elif isinstance(d.workload, Bursty):
+            for field in ("rate", "cv"):
+                if d.workload.preset is None and getattr(d.workload, field) is None:
+                    raise scenario_error(f"{at}.workload.{field}", None, "a value (or a preset: " + ", ".join(KRAFT_PRESETS) + ")")
+            sizes.append(("workload.block_size", d.workload.resolved()[2]))
         elif d.workload is not None:
             sizes.append(("workload.block_size", d.workload.block_size))
         if d.vcpu_io is not None:
@@ -483,6 +535,10 @@ def _workload(w, disk: str) -> dict:
     if isinstance(w, Poisson):
         return {"disk": disk, "kind": "poisson", "rate_per_s": w.rate, "block_bytes": w.block_size,
                 "read_pct": w.read_pct, "random_pct": w.random_pct, "cap": w.cap, "start_ns": w.start}
+    if isinstance(w, Bursty):
+        rate, cv, block, rnd, rd = w.resolved()
+        return {"disk": disk, "kind": "bursty", "rate_per_s": rate, "cv": cv, "block_bytes": block,
+                "read_pct": rd, "random_pct": rnd, "cap": w.cap, "start_ns": w.start}
     read_pct, batch_mean, think_ms = FILEBENCH_PRESETS[w.preset]
     return {"disk": disk, "kind": "batch", "users": w.users, "read_pct": read_pct, "batch_mean": batch_mean,
             "think_mean_ns": think_ms * 1_000_000, "block_bytes": w.block_size, "random_pct": 100.0,
