@@ -39,4 +39,6 @@ STORAGE_EXPERIMENTS = [
 
 from vmtwin.reproduce.storage_engine import STORAGE_ENGINE_EXPERIMENTS  # noqa: E402 - engine runs, same family
 
-STORAGE_EXPERIMENTS = [*STORAGE_EXPERIMENTS, *STORAGE_ENGINE_EXPERIMENTS]
+from vmtwin.reproduce.storage_kraft import STORAGE_KRAFT_EXPERIMENTS  # noqa: E402 - engine runs, same family
+
+STORAGE_EXPERIMENTS = [*STORAGE_EXPERIMENTS, *STORAGE_ENGINE_EXPERIMENTS, *STORAGE_KRAFT_EXPERIMENTS]

@@ -319,6 +319,9 @@ class StackParams(_Model):
     split_size: Optional[Bytes] = Field(None, description="Requests above this are split (default 512KB).")
     sched_num_req_outstanding: Optional[Count] = Field(None, description="Per-VM active limit while VMs share a LUN (default 32).")
     merge_omega: Optional[Annotated[float, Strict(), Field(ge=1.0, le=64.0)]] = Field(None, description="Kraft's merge value (default 1).")
+    merge_contiguous_only: Optional[Annotated[bool, Strict()]] = Field(
+        None, description="Merge only requests contiguous on disk (default true); false merges any same-VM neighbours in "
+                          "tag order, as Kraft's model does (a calibration, not a mechanism).")
 
 
 class Storage(_Model):
@@ -561,7 +564,8 @@ def to_engine(scenario: "Scenario") -> dict:
     vm_entries = {vm.name: vm for vm in scenario.vms}
     params = _drop_none({"split_bytes": st.params.split_size,
                          "sched_num_req_outstanding": st.params.sched_num_req_outstanding,
-                         "merge_omega": st.params.merge_omega})
+                         "merge_omega": st.params.merge_omega,
+                         "merge_contiguous_only": st.params.merge_contiguous_only})
     arrays = [_drop_none({"name": a.name, "engines_per_controller": a.engines_per_controller,
                           "controller_ns": a.controller_time, "controller_bytes_per_s": a.controller_bandwidth,
                           "backend_read_ns": a.backend_read_time,
