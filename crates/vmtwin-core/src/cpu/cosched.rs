@@ -177,6 +177,49 @@ pub fn blocked(i: usize, progress_ns: &[Time], progressing: &[bool], threshold_n
     progress_ns.iter().zip(progressing).any(|(&q, &moving)| !moving && p > q + threshold_ns)
 }
 
+/// A `relaxed-4x` VM's siblings reduced to what [`blocked`] and [`next_block_in`] read: the
+/// least progress of a sibling that is not progressing and the most of a running one. A vCPU
+/// leads some still sibling by more than the threshold exactly when it leads the slowest still
+/// one by that much, so one pass over the siblings, with no allocation, answers both (the
+/// scheduler looks at a VM at every start and stop of one of its vCPUs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lead {
+    /// least progress of a sibling not progressing, ns; `Time::MAX` when every one progresses
+    pub slowest_still: Time,
+    /// most progress of a running sibling, ns; `None` when none runs
+    pub leader: Option<Time>,
+}
+
+impl Lead {
+    /// No sibling seen yet.
+    pub const NONE: Lead = Lead { slowest_still: Time::MAX, leader: None };
+
+    /// Count in a sibling with `progress_ns`, progressing or not, running or not.
+    #[inline(always)]
+    pub fn add(&mut self, progress_ns: Time, progressing: bool, running: bool) {
+        if !progressing {
+            self.slowest_still = self.slowest_still.min(progress_ns);
+        } else if running {
+            self.leader = Some(self.leader.map_or(progress_ns, |l| l.max(progress_ns)));
+        }
+    }
+
+    /// [`blocked`] for a vCPU at `progress_ns`.
+    #[inline]
+    pub fn blocks(&self, progress_ns: Time, threshold_ns: Time) -> bool {
+        progress_ns.saturating_sub(threshold_ns) > self.slowest_still
+    }
+
+    /// [`next_block_in`].
+    #[inline]
+    pub fn next_block_in(&self, threshold_ns: Time) -> Option<Time> {
+        if self.slowest_still == Time::MAX {
+            return None;
+        }
+        Some((self.slowest_still + threshold_ns + 1).saturating_sub(self.leader?))
+    }
+}
+
 /// Under `relaxed-4x`, how long until some vCPU in `running` first leads a sibling that is not
 /// progressing by more than the threshold, if nothing changes meanwhile; `None` if never.
 /// Progress of running vCPUs grows at rate 1, of the others not at all (halted vCPUs also grow,
@@ -323,6 +366,28 @@ mod tests {
         assert!(!blocked(3, &progress, &[true, true, false, false], th));
         // v2 leads by T only: never blocked
         assert!(!blocked(2, &progress, &[false, false, false, false], th));
+    }
+
+    proptest::proptest! {
+        /// `Lead`'s one pass answers as the per-sibling rules do, for any siblings (a running
+        /// vCPU progresses).
+        #[test]
+        fn lead_answers_as_blocked_and_next_block_in(
+            sibs in proptest::collection::vec((0..20u64, 0..3u8), 1..9),
+            th in 0..8u64,
+        ) {
+            let progress: Vec<Time> = sibs.iter().map(|s| s.0).collect();
+            let running: Vec<bool> = sibs.iter().map(|s| s.1 == 2).collect();
+            let moving: Vec<bool> = sibs.iter().map(|s| s.1 >= 1).collect();
+            let mut lead = Lead::NONE;
+            for i in 0..sibs.len() {
+                lead.add(progress[i], moving[i], running[i]);
+            }
+            for i in 0..sibs.len() {
+                proptest::prop_assert_eq!(lead.blocks(progress[i], th), blocked(i, &progress, &moving, th));
+            }
+            proptest::prop_assert_eq!(lead.next_block_in(th), next_block_in(&progress, &running, &moving, th));
+        }
     }
 
     #[test]

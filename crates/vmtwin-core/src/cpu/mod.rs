@@ -19,7 +19,10 @@ mod pools;
 mod runqueue;
 mod sched;
 
-pub use cosched::{gang_needs, lead_skew, may_run_together, next_laggard_in, CoschedMode, CumulativeSkew, SKEW_TICK_NS};
+pub use cosched::{
+    blocked, gang_needs, lead_skew, may_run_together, next_block_in, next_laggard_in, CoschedMode, CumulativeSkew, Lead,
+    SKEW_TICK_NS,
+};
 pub use entitlement::{water_fill, water_level, Claim};
 pub use limit::{TokenBucket, LIMIT_BORROW_NS, LIMIT_MIN_SLICE_NS};
 pub use params::CpuSchedParams;

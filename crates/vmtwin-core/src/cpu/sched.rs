@@ -89,7 +89,7 @@
 mod ht;
 
 use super::clock::FairClock;
-use super::cosched::{blocked, gang_needs, next_block_in, next_laggard_in, CoschedMode, Siblings, SKEW_TICK_NS};
+use super::cosched::{gang_needs, next_laggard_in, CoschedMode, Lead, Siblings, SKEW_TICK_NS};
 use super::limit::{TokenBucket, LIMIT_BORROW_NS};
 use super::params::CpuSchedParams;
 use super::runqueue::QueueSet;
@@ -375,8 +375,9 @@ pub struct CpuSched {
     any_dirty: bool,
     /// VMs co-stopped as a whole and waiting for a gang co-start (`strict`, `relaxed-3x`)
     waiting: Vec<u32>,
-    /// scratch for one VM's siblings: progress (ns), progressing, running
-    scratch: (Vec<Time>, Vec<bool>, Vec<bool>),
+    /// an empty list with room, swapped in for a VM's co-stopped vCPUs while `settle_dirty`
+    /// goes through them (so the ones kept co-stopped are pushed without allocating)
+    spare_stopped: Vec<u32>,
     /// NUMA node of each pCPU, densely numbered from 0
     node_of: Vec<u32>,
     /// pCPUs of node `n` are `node_range[n]..node_range[n + 1]`
@@ -495,7 +496,7 @@ impl CpuSched {
             dirty: vec![0; vcpus_per_vm.len().div_ceil(64)],
             any_dirty: false,
             waiting: Vec::new(),
-            scratch: (Vec::new(), Vec::new(), Vec::new()),
+            spare_stopped: Vec::new(),
             node_of,
             node_range,
             llc_sub,
@@ -1523,18 +1524,14 @@ impl CpuSched {
         g.first as usize..(g.first + g.n) as usize
     }
 
-    /// Fill `scratch` with VM `vm`'s siblings' progress, progressing and running flags at `now`.
-    fn look_at_siblings(&mut self, vm: u32, now: Time) {
-        let sibs = &self.vcpus[self.vcpus_of(vm)];
-        let (p, m, r) = &mut self.scratch;
-        p.clear();
-        m.clear();
-        r.clear();
-        for vc in sibs {
-            p.push(vc.progress_ns(now));
-            m.push(PROGRESS[vc.state as usize]);
-            r.push(vc.state == VcpuState::Run);
+    /// VM `vm`'s siblings at `now` as `relaxed-4x` reads them (`cosched::Lead`).
+    #[inline]
+    fn lead_of(&self, vm: u32, now: Time) -> Lead {
+        let mut lead = Lead::NONE;
+        for vc in &self.vcpus[self.vcpus_of(vm)] {
+            lead.add(vc.progress_ns(now), PROGRESS[vc.state as usize], vc.state == VcpuState::Run);
         }
+        lead
     }
 
     /// Note that VM `vm`'s siblings' progress may have changed, to look at before returning
@@ -1560,10 +1557,8 @@ impl CpuSched {
         if self.params.cosched_mode != CoschedMode::Relaxed4x {
             return self.gang_hold(v, vm, now);
         }
-        self.look_at_siblings(vm, now);
-        let i = (v - self.gangs[vm as usize].first) as usize;
-        let (p, m, _) = &self.scratch;
-        if !blocked(i, p, m, self.params.cosched_skew_threshold_ns) {
+        let lead = self.lead_of(vm, now);
+        if !lead.blocks(self.vcpus[v as usize].progress_ns(now), self.params.cosched_skew_threshold_ns) {
             return false;
         }
         self.set_state(v, now, VcpuState::Costop);
@@ -1838,9 +1833,8 @@ impl CpuSched {
                 continue;
             }
             let p = self.vcpus[v as usize].pcpu;
-            self.look_at_siblings(vm, now);
-            let (prog, moving, _) = &self.scratch;
-            if blocked((v - first) as usize, prog, moving, self.params.cosched_skew_threshold_ns) {
+            let lead = self.lead_of(vm, now);
+            if lead.blocks(self.vcpus[v as usize].progress_ns(now), self.params.cosched_skew_threshold_ns) {
                 let r = self.stop(p, now);
                 debug_assert_eq!(r, v);
                 self.set_state(v, now, VcpuState::Costop);
@@ -1871,26 +1865,29 @@ impl CpuSched {
                 self.gang_settle(vm, now, q);
                 continue;
             }
-            let first = self.gangs[vm as usize].first;
-            let stopped = std::mem::take(&mut self.gangs[vm as usize].stopped);
-            self.look_at_siblings(vm, now);
-            for v in stopped {
-                let (p, m, _) = &self.scratch;
-                if blocked((v - first) as usize, p, m, th) {
-                    self.gangs[vm as usize].stopped.push(v);
-                } else {
-                    // released like a vCPU a limit held (owed at most half the lag credit),
-                    // but it only queues: a release follows a sibling's start, and taking a
-                    // pCPU by preemption could stop that sibling, or another VM's, and so
-                    // co-stop and release again at the same instant, forever
-                    self.set_state(v, now, VcpuState::Ready);
-                    self.place_key(v, now, true);
-                    self.place_with(v, now, q, false);
+            if !self.gangs[vm as usize].stopped.is_empty() {
+                let spare = std::mem::take(&mut self.spare_stopped);
+                let mut stopped = std::mem::replace(&mut self.gangs[vm as usize].stopped, spare);
+                let mut lead = self.lead_of(vm, now);
+                for &v in &stopped {
+                    if lead.blocks(self.vcpus[v as usize].progress_ns(now), th) {
+                        self.gangs[vm as usize].stopped.push(v);
+                    } else {
+                        // released like a vCPU a limit held (owed at most half the lag credit),
+                        // but it only queues: a release follows a sibling's start, and taking a
+                        // pCPU by preemption could stop that sibling, or another VM's, and so
+                        // co-stop and release again at the same instant, forever. The next
+                        // ones are judged by the siblings as this one's placement finds them.
+                        self.set_state(v, now, VcpuState::Ready);
+                        self.place_key(v, now, true);
+                        lead = self.lead_of(vm, now);
+                        self.place_with(v, now, q, false);
+                    }
                 }
+                stopped.clear();
+                self.spare_stopped = stopped;
             }
-            self.look_at_siblings(vm, now);
-            let (p, m, r) = &self.scratch;
-            if let Some(d) = next_block_in(p, r, m, th) {
+            if let Some(d) = self.lead_of(vm, now).next_block_in(th) {
                 let g = &mut self.gangs[vm as usize];
                 let at = now + d;
                 if at < g.timer_at {

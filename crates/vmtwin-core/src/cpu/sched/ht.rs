@@ -51,6 +51,22 @@ use super::{CpuSched, VcpuState, NONE};
 use crate::hw::{may_share, HtSharing};
 use crate::sim::{ns_f, EventQueue, Time};
 
+/// `x.round()` for `0 <= x < 2^63`, without the libm call `f64::round` compiles to on the
+/// baseline x86-64 target (no SSE4.1): the same value, half away from zero. Exact: below 2^53
+/// the fraction `x - trunc(x)` is representable, and above it `x` is an integer.
+#[inline(always)]
+fn round_ns(x: f64) -> Time {
+    let t = x as Time;
+    t + (x - t as f64 >= 0.5) as Time
+}
+
+/// `x.ceil()` for `0 <= x < 2^63`, without a libm call (as [`round_ns`]).
+#[inline(always)]
+fn ceil_ns(x: f64) -> Time {
+    let t = x as Time;
+    t + ((t as f64) < x) as Time
+}
+
 /// Cancel pCPU `p`'s slice timer, out of the hot path.
 #[inline(never)]
 fn disarm(q: &mut EventQueue, p: u32) {
@@ -191,10 +207,11 @@ impl CpuSched {
     /// The part of `dt` ns beside a busy sibling that %USED does not charge.
     #[inline]
     fn discount_of(&self, dt: Time) -> u64 {
-        dt - (ns_f(dt) * self.ht.used_charge).round() as u64
+        dt - round_ns(ns_f(dt) * self.ht.used_charge)
     }
 
     /// May `v` run on pCPU `p` beside what runs on its sibling thread?
+    #[inline]
     pub(super) fn ht_admits(&self, p: u32, v: u32) -> bool {
         let w = self.pcpus[p as usize ^ 1].running;
         if w == NONE || !self.ht.restricted {
@@ -221,23 +238,25 @@ impl CpuSched {
         let pc = &mut self.pcpus[pi];
         let dt = now - pc.slice_start;
         let kdt = now - pc.key_mark;
-        // the clock adds a running vCPU's term at rate 1: charge it `r x kdt` instead
-        let charged = (ns_f(kdt) * r).round() as Time;
+        // the clock adds a running vCPU's term at rate 1: charge it `r x kdt` instead (at rate
+        // 1 the product is `kdt` itself, and `dt` for the work below)
+        let whole = r == 1.0;
+        let charged = if whole { kdt } else { round_ns(ns_f(kdt) * r) };
         self.clock.charge(pc.key_mark, pc.key_mark + charged);
         self.clock.run_from(now);
         pc.key_mark = now;
         pc.busy_ns += dt;
         pc.slice_start = now;
-        let discount = if r < 1.0 { self.discount_of(dt) } else { 0 };
+        let discount = if whole { 0 } else { self.discount_of(dt) };
         self.ht.discount[pi] += discount;
         let vc = &mut self.vcpus[v as usize];
         vc.key += ns_f(kdt) * r * vc.inv_weight;
-        vc.work_left = vc.work_left.saturating_sub((ns_f(dt) * r).round() as Time);
+        vc.work_left = vc.work_left.saturating_sub(if whole { dt } else { round_ns(ns_f(dt) * r) });
         let run = now - vc.since;
         vc.time_ns[VcpuState::Run as usize] += run;
         vc.used_ns += run - discount;
         vc.since = now;
-        if r < 1.0 {
+        if !whole {
             self.ht.vcpu_ns[v as usize] += dt;
         }
         if vc.limited | vc.cosched {
@@ -284,7 +303,7 @@ impl CpuSched {
             pc.run_inv_weight = inv;
             pc.run_key0 = key - ns_f(now) * inv;
         }
-        let done = now + (ns_f(work) / rate).ceil() as Time;
+        let done = now + if rate == 1.0 { work } else { ceil_ns(ns_f(work) / rate) };
         done.min(self.ht.cap_at[pi]).max(now)
     }
 
@@ -299,7 +318,7 @@ impl CpuSched {
         }
         let pi = p as usize;
         let s = pi ^ 1;
-        if !self.ht_admits(p, v) {
+        if self.ht.restricted && !self.ht_admits(p, v) {
             // htsharing: it may not run beside its sibling's vCPU; back to the queue
             let r = self.stop(p, now);
             self.set_state(r, now, VcpuState::Ready);
