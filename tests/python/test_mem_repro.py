@@ -195,3 +195,21 @@ def test_reallocation_rows(realloc):
     assert all(r.verdict == "PASS" for r in judged), [(r.metric, r.simulated) for r in judged]
     assert all("X-R" in r.note for r in judged if r.source == "derived")
     assert "mem-reallocation" in EXPERIMENTS
+
+
+def test_the_system_wide_scan_rate_caps_what_each_vm_is_charged():
+    # three busy VMs; the host-wide rate of 300 pages/s binds below the per-VM 200: 100 each,
+    # 1 us per page, so 0.2 ms of scan CPU per VM per 2 s sample
+    sc = {"name": "cap", "duration": "20s", "host": {"cores_per_llc": 4, "memory": "1GB"},
+          "memory": {"policy": "esx2002", "share_scan_host_rate": 300, "host_overhead": "0B"},
+          "vms": [{"name": "v", "count": 3, "memory": "32MB", "workload": {"type": "cpu_bound", "duty": 1.0},
+                   "guest_memory": {"overhead": "0B"}}]}
+    from vmtwin.simulation import Simulation
+
+    sim = Simulation(parse_scenario(sc))
+    sim.run()
+    mem = sim.tables()["mem"].to_pandas()
+    assert mem["MEMCPU_ms"].to_numpy() == pytest.approx(0.2, abs=1e-9)
+    with pytest.raises(ScenarioError) as e:
+        parse_scenario({**sc, "memory": {"share_scan_host_rate": -1}})
+    assert "share_scan_host_rate" in str(e.value)

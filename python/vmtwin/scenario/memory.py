@@ -117,6 +117,9 @@ class HostMemory(_Model):
     host_overhead: Optional[Bytes] = Field(None, description="Memory of ESX itself, e.g. '512MB' (the default).")
     share_scan_rate: Optional[Annotated[int, Strict(), Field(ge=0, le=10**9)]] = Field(
         None, description="Pages of each VM examined for sharing per second (default 200).")
+    share_scan_host_rate: Optional[Annotated[int, Strict(), Field(ge=0, le=10**9)]] = Field(
+        None, description="Most pages examined for sharing per second over all VMs, split evenly (default: no "
+        "system-wide cap).")
     swap_standin: SwapStandIn = Field(default_factory=SwapStandIn,
                                       description="Swap device used when the scenario has no storage section.")
 
@@ -331,6 +334,8 @@ def engine_section(sc: "Scenario") -> dict:
         out["host_overhead_bytes"] = m.host_overhead
     if m.share_scan_rate is not None:
         out["share_scan_pages_per_s"] = m.share_scan_rate
+    if m.share_scan_host_rate is not None:
+        out["share_scan_host_pages_per_s"] = m.share_scan_host_rate
     vms = []
     datastores = _swap_datastores(sc)
     swap_disks = []

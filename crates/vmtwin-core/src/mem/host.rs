@@ -1020,7 +1020,7 @@ impl MemHost {
         let p = self.params.clone();
         let tick_s = p.tick_ns as f64 / 1e9;
         // sharing scan, random order with replacement [S1 §4.3]
-        let per_vm = (f64::from(p.share_scan_pages_per_s) * tick_s) as u64;
+        let per_vm = p.scan_pages_per_vm(tick_s, self.vms.len());
         for vm in 0..self.vms.len() as u32 {
             let pages = self.vms[vm as usize].pmap.pages();
             for _ in 0..per_vm {

@@ -37,6 +37,11 @@ pub struct MemParams {
     /// Pages of each VM the sharing scanner examines per second. Default 200: the paper gives no
     /// number; chosen so a 40 MB VM is scanned in under a minute (research/memory.md C.13).
     pub share_scan_pages_per_s: u32,
+    /// Most pages the sharing scanner examines per second over all VMs, in pages: the
+    /// system-wide rate [S1 §4.3] ("maximum per-VM and system-wide page scanning rates"). When it
+    /// binds, it is split evenly over the VMs, rounded down. Default `None`, no system-wide cap:
+    /// the paper gives no number.
+    pub share_scan_host_pages_per_s: Option<u32>,
     /// CPU time charged to a VM per page scanned for sharing, in ns. Default 1 us: the cost of
     /// hashing 4 KiB at about 4 GB/s (measured by `examples/mem_bench.rs`); [S1] calls it
     /// negligible, [S2 Table 4] "*".
@@ -125,6 +130,7 @@ impl MemParams {
             ewma_slow_gain: 0.1,
             tick_ns: NS_PER_S,
             share_scan_pages_per_s: 200,
+            share_scan_host_pages_per_s: None,
             share_scan_cpu_ns: NS_PER_US,
             compress_cpu_ns: 10 * NS_PER_US,
             decompress_ns: 5 * NS_PER_US,
@@ -140,6 +146,25 @@ impl MemParams {
             thresholds,
             hysteresis: 1.0 / 6.0,
             host_overhead_pages: 131_072,
+        }
+    }
+
+    /// Pages each of `vms` VMs gets scanned in one tick of `tick_s` seconds: the per-VM rate,
+    /// capped by an even split of the system-wide rate.
+    ///
+    /// # Examples
+    /// ```
+    /// use vmtwin_core::mem::MemParams;
+    /// let mut p = MemParams::default();
+    /// assert_eq!(p.scan_pages_per_vm(1.0, 4), 200);
+    /// p.share_scan_host_pages_per_s = Some(300);
+    /// assert_eq!(p.scan_pages_per_vm(1.0, 4), 75);
+    /// ```
+    pub fn scan_pages_per_vm(&self, tick_s: f64, vms: usize) -> u64 {
+        let per_vm = (f64::from(self.share_scan_pages_per_s) * tick_s) as u64;
+        match self.share_scan_host_pages_per_s {
+            Some(cap) if vms > 0 => per_vm.min((f64::from(cap) * tick_s) as u64 / vms as u64),
+            _ => per_vm,
         }
     }
 

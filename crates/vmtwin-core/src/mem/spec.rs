@@ -6,7 +6,8 @@
 //! order of `SimSpec::vms`. Memory is modelled only when this section is present.
 //!
 //! # Tunables
-//! Per host: `preset`, `idle_tax`, `host_overhead_bytes`, `share_scan_pages_per_s`, the
+//! Per host: `preset`, `idle_tax`, `host_overhead_bytes`, `share_scan_pages_per_s`,
+//! `share_scan_host_pages_per_s`, the
 //! stand-in's `standin_read_ns` / `standin_write_ns`. Per VM: reservation, limit, shares,
 //! overhead, balloon driver, content, image, the touch profile (`working_set_bytes`,
 //! `working_set_offset_bytes`, `pages_per_cpu_s` = 10,000 by default, chosen; `write_fraction`,
@@ -69,6 +70,9 @@ pub struct MemorySpec {
     /// sharing scan rate per VM, pages per second (default: [`MemParams`]'s)
     #[serde(default)]
     pub share_scan_pages_per_s: Option<u32>,
+    /// sharing scan rate over all VMs, pages per second (default: none)
+    #[serde(default)]
+    pub share_scan_host_pages_per_s: Option<u32>,
     /// latency of a swap-in on the stand-in device (only where the scenario has no storage)
     #[serde(default = "default_swap_ns")]
     pub standin_read_ns: Time,
@@ -255,6 +259,7 @@ impl MemorySpec {
         if let Some(r) = self.share_scan_pages_per_s {
             p.share_scan_pages_per_s = r;
         }
+        p.share_scan_host_pages_per_s = self.share_scan_host_pages_per_s;
         p.validate()?;
         Ok(p)
     }
