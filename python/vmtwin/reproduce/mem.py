@@ -476,9 +476,10 @@ def reallocation() -> list[Row]:
     peak_t = float(tot["SWCUR"].idxmax())
     after = tot[tot.index > peak_t]
     rows = [Row("mem-reallocation", "MB swapped out after the swap peak", 10.0, float((after["SWW/s"] * dt).sum()), 10.0,
-                series="swap", source="published",
-                note='"the amount of data swapped to disk was less than 20 MB for the remainder of the experiment" '
-                "[S1 fn 7, verified text] (0 to 20 MB), read as after the time of the peak swapped amount"),
+                series="swap", source="derived",
+                note='the printed bound, "the amount of data swapped to disk was less than 20 MB for the remainder of '
+                'the experiment" [S1 fn 7, verified text], as the band 0 to 20 MB; "the remainder" read as after the '
+                "time of the peak swapped amount"),
             Row("mem-reallocation", "peak MB swapped", float("nan"), float(tot["SWCUR"].max()), 0.0, judged=False,
                 series="swap", source="published",
                 note="[S1 fn 7] quotes the peak amount paged to disk; its value is not in the extraction")]
