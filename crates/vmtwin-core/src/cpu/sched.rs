@@ -521,9 +521,17 @@ impl CpuSched {
         }
     }
 
-    /// Timer slots the event queue needs: one per pCPU, for its slice (slot = pCPU index).
+    /// Timer slots the event queue needs: one per pCPU, for its slice (slot = pCPU index), and
+    /// with co-scheduling one per VM after them, for its co-stop timer (`cosched_slot`).
     pub fn timer_slots(&self) -> usize {
-        self.pcpus.len()
+        self.pcpus.len() + if self.params.cosched_mode == CoschedMode::Off { 0 } else { self.gangs.len() }
+    }
+
+    /// The timer slot of VM `vm`'s co-stop timer: re-armed and cancelled in place, so a timer
+    /// that a later look moves never fires as a stale event.
+    #[inline]
+    fn cosched_slot(&self, vm: u32) -> u32 {
+        self.pcpus.len() as u32 + vm
     }
 
     /// Number of pCPUs.
@@ -1645,11 +1653,12 @@ impl CpuSched {
         };
         if let Some(d) = due {
             let at = (now + d).div_ceil(tick) * tick;
+            let slot = self.cosched_slot(vm);
             let g = &mut self.gangs[vm as usize];
             if at < g.timer_at {
                 g.timer_gen = g.timer_gen.wrapping_add(1);
                 g.timer_at = at;
-                q.push(at, Event::Cosched { vm, gen: g.timer_gen });
+                q.set_timer(slot, at, Event::Cosched { vm, gen: g.timer_gen });
             }
         }
     }
@@ -1893,13 +1902,19 @@ impl CpuSched {
                 stopped.clear();
                 self.spare_stopped = stopped;
             }
-            if let Some(d) = self.lead_of(vm, now).next_block_in(th) {
-                let g = &mut self.gangs[vm as usize];
-                let at = now + d;
-                if at < g.timer_at {
+            // the timer at the moment a running vCPU first leads too far, moved later or
+            // cancelled as well as earlier: until the siblings change again that moment is
+            // fixed, and a look before it would find no vCPU to stop
+            let at = self.lead_of(vm, now).next_block_in(th).map_or(Time::MAX, |d| now + d);
+            let slot = self.cosched_slot(vm);
+            let g = &mut self.gangs[vm as usize];
+            if at != g.timer_at {
+                g.timer_at = at;
+                if at == Time::MAX {
+                    q.cancel_timer(slot);
+                } else {
                     g.timer_gen = g.timer_gen.wrapping_add(1);
-                    g.timer_at = at;
-                    q.push(at, Event::Cosched { vm, gen: g.timer_gen });
+                    q.set_timer(slot, at, Event::Cosched { vm, gen: g.timer_gen });
                 }
             }
         }
