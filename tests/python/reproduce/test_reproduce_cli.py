@@ -21,6 +21,7 @@ ALL_IDS += ["vatm-table1", "vatm-bootstorm", "vatm-trends"]
 ALL_IDS += ["storage-table2", "storage-table6", "storage-tables13-15"]
 # storage engine runs (tested in tests/python/storage)
 ALL_IDS += ["psp-rr-vs-adaptive", "storage-sfqd-shares"]
+ALL_IDS += ["storage-kraft-consolidation"]
 # issue 9: wide-VM NUMA locality (clients tested in crates/vmtwin-core/tests/cpu_locality.rs)
 ALL_IDS += ["cpu-wide-vm-locality"]
 # issue 9: relaxed co-scheduling, Figures 6-7 (tested in tests/python/cpu/test_cosched_reproduce.py)
