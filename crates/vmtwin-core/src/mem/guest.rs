@@ -33,9 +33,15 @@
 //! the page cache and anonymous memory, page-cache pages dropped, double paging (a guest
 //! swap-out of a page ESX had swapped or compressed); pages per role ([`GuestOs::role_pages`]).
 //!
+//! **File reads** (an application's file set, [`crate::mem::app`]): a read of a file page the
+//! page cache holds is a hit; a miss takes a page as a first touch does (free, else the oldest
+//! cache page, else a cold anonymous page swapped out) and appends it to the cache, so the cache
+//! grows into free memory and is what the balloon and anonymous memory take back first. The
+//! cache is FIFO (a page read again does not move): under uniform reads its hit ratio is its
+//! size over the file set's, as for LRU.
+//!
 //! # Known gaps
-//! - The page cache holds only what the guest read at boot; workloads do not read files
-//!   through it yet, so it only shrinks.
+//! - Files are read, never written (no dirty page cache, no write-back).
 //! - One anonymous region (the workload's working set); the kernel never grows.
 //! - A guest swap-out completes at once for the balloon (the guest would wait for the write
 //!   before handing the page over); the write still goes to the virtual disk.
@@ -176,10 +182,23 @@ pub struct GuestOs {
     free: Vec<u32>,
     cache: VecDeque<u32>,
     swapped: HashMap<u32, u64>,
+    /// per file page, the PPN caching it or NOT_ALLOCATED
+    files: Vec<u32>,
+    /// per PPN in the page cache that holds a file page, that page
+    file_of: HashMap<u32, u32>,
     counts: [u64; 5],
     kernel_pages: u32,
     /// cumulative counts
     pub c: GuestCounters,
+}
+
+/// What a file read found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileRead {
+    /// in the page cache on this PPN
+    Hit(u32),
+    /// not cached: read from disk into this PPN, now in the page cache
+    Miss(u32),
 }
 
 /// Pages a guest reclaims to give: the PPNs and, for each anonymous page swapped out to free
@@ -214,6 +233,8 @@ impl GuestOs {
             free: ((kernel + cache)..pages).rev().collect(),
             cache: (kernel..kernel + cache).collect(),
             swapped: HashMap::new(),
+            files: Vec::new(),
+            file_of: HashMap::new(),
             counts,
             kernel_pages: kernel,
             c: GuestCounters::default(),
@@ -292,6 +313,9 @@ impl GuestOs {
         }
         if let Some(p) = self.cache.pop_front() {
             self.c.cache_dropped += 1;
+            if let Some(f) = self.file_of.remove(&p) {
+                self.files[f as usize] = NOT_ALLOCATED;
+            }
             return Some((p, GuestRole::Cache));
         }
         let vpn = self.cold_anon()?;
@@ -348,6 +372,49 @@ impl GuestOs {
         } else {
             Some(GuestTouch::Fresh(ppn))
         }
+    }
+
+    /// Give the guest a file set of `pages` pages, none cached.
+    pub fn set_file_pages(&mut self, pages: u32) {
+        self.files = vec![NOT_ALLOCATED; pages as usize];
+    }
+
+    /// Size of the file set, pages.
+    pub fn file_pages(&self) -> u32 {
+        self.files.len() as u32
+    }
+
+    /// The PPN caching file page `f`, if cached.
+    pub fn cached_file(&self, f: u32) -> Option<u32> {
+        let p = self.files[f as usize];
+        (p != NOT_ALLOCATED).then_some(p)
+    }
+
+    /// Read file page `f` through the page cache (see the module docs). `None` when the guest
+    /// has no page to give. Anonymous pages swapped out to make room are appended to
+    /// `swapped_out`.
+    pub fn file_read(&mut self, f: u32, swapped_out: &mut Vec<(u32, u32)>, mut content: impl FnMut(u32) -> u64) -> Option<FileRead> {
+        let p = self.files[f as usize];
+        if p != NOT_ALLOCATED {
+            return Some(FileRead::Hit(p));
+        }
+        let (ppn, _) = self.take_page(swapped_out, &mut content)?;
+        self.set_role(ppn, GuestRole::Cache);
+        self.cache.push_back(ppn);
+        self.files[f as usize] = ppn;
+        self.file_of.insert(ppn, f);
+        Some(FileRead::Miss(ppn))
+    }
+
+    /// Undo a file read's miss that the hypervisor could not back: the page goes back to the
+    /// free list and the file page is not cached.
+    pub fn undo_file_read(&mut self, f: u32, ppn: u32) {
+        debug_assert_eq!(self.cache.back(), Some(&ppn));
+        self.cache.pop_back();
+        self.file_of.remove(&ppn);
+        self.files[f as usize] = NOT_ALLOCATED;
+        self.set_role(ppn, GuestRole::Free);
+        self.free.push(ppn);
     }
 
     /// Undo a touch's allocation that the hypervisor could not back: `vpn` goes back to where it
@@ -412,6 +479,14 @@ impl GuestOs {
         }
         if resident != counts[GuestRole::Anon as usize] || self.owner.len() as u64 != resident {
             return Err(format!("{resident} resident anonymous pages, {} anon PPNs", counts[GuestRole::Anon as usize]));
+        }
+        for (f, &p) in self.files.iter().enumerate() {
+            if p != NOT_ALLOCATED && (self.role[p as usize] != GuestRole::Cache || self.file_of.get(&p) != Some(&(f as u32))) {
+                return Err(format!("file page {f} cached on PPN {p}, which is {:?}", self.role[p as usize]));
+            }
+        }
+        if self.file_of.len() != self.files.iter().filter(|&&p| p != NOT_ALLOCATED).count() {
+            return Err(format!("{} cache pages hold file pages, {} file pages cached", self.file_of.len(), self.files.iter().filter(|&&p| p != NOT_ALLOCATED).count()));
         }
         let swapped = self.anon.iter().filter(|&&p| p == SWAPPED).count();
         if swapped != self.swapped.len() {

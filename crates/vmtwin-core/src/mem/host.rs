@@ -50,7 +50,7 @@
 //! - Swap goes to [`crate::mem::FixedLatencySwapStandIn`] until the storage wiring.
 
 use super::charge::ShareCharge;
-use super::guest::{GuestCounters, GuestOs, GuestParams, GuestRole, GuestTouch};
+use super::guest::{FileRead, GuestCounters, GuestOs, GuestParams, GuestRole, GuestTouch};
 use super::content::{compressed_quarters, mix64, ContentSpec, MemoryImage, ZERO_CONTENT};
 use super::params::{MemParams, Preset};
 use super::pmap::{PageState, Pmap, MAX_MPN};
@@ -114,6 +114,14 @@ pub enum SwapRequest {
         vm: u32,
         /// anonymous (guest-virtual) page
         vpn: u32,
+    },
+    /// the guest OS reads file page `page` from its virtual disk into its page cache (an
+    /// application's page-cache miss, [`MemHost::guest_file_read`]); the reading vCPU waits
+    FileRead {
+        /// VM (memory index)
+        vm: u32,
+        /// file page
+        page: u32,
     },
 }
 
@@ -873,6 +881,52 @@ impl MemHost {
     pub fn guest_read_done(&mut self, vm: u32, waited_ns: Time) {
         if let Some(g) = self.vms[vm as usize].guest.as_mut() {
             g.c.swap_wait_ns += waited_ns;
+        }
+    }
+
+    /// Give the guest OS of `vm` a file set of `pages` pages (an application's files).
+    pub fn set_guest_file_pages(&mut self, vm: u32, pages: u32) {
+        self.vms[vm as usize].guest.as_mut().expect("a file set needs a guest model").set_file_pages(pages);
+    }
+
+    /// The workload reads file page `f` of `vm` through its guest's page cache. A hit reads the
+    /// cache page (which ESX may have swapped or compressed: the usual faults); a miss overwrites
+    /// a page the guest took (ESX performs the virtual disk's DMA) and waits for the disk read
+    /// (the stand-in's `until`, or [`Access::SwapIo`] with a [`SwapRequest::FileRead`]).
+    pub fn guest_file_read(&mut self, vm: u32, f: u32, now: Time) -> Access {
+        let mut out = Vec::new();
+        let v = &mut self.vms[vm as usize];
+        let (g, pmap) = (v.guest.as_mut().expect("guest_file_read needs a guest model"), &v.pmap);
+        let Some(r) = g.file_read(f, &mut out, |p| pmap.content(p)) else {
+            v.c.blocked += 1;
+            return Access::Blocked { retry_at: self.next_tick.max(now + 1) };
+        };
+        self.guest_swapped_out(vm, &out);
+        let ppn = match r {
+            FileRead::Hit(p) => return self.access(vm, p, None, now),
+            FileRead::Miss(p) => p,
+        };
+        if matches!(self.vms[vm as usize].pmap.state(ppn), PageState::Swapped | PageState::Compressed) {
+            self.unback(vm, ppn);
+            self.vms[vm as usize].pmap.set(ppn, PageState::Deflated, 0);
+        }
+        let cid = self.private_content(vm);
+        let stall = match self.access(vm, ppn, Some(cid), now) {
+            Access::Fault { stall_ns } => stall_ns,
+            Access::Hit => 0,
+            other => {
+                if let Access::Blocked { .. } = other {
+                    self.vms[vm as usize].guest.as_mut().expect("a guest").undo_file_read(f, ppn);
+                }
+                return other;
+            }
+        };
+        match self.swap.as_mut() {
+            Some(dev) => Access::SwapWait { until: dev.read(vm, now) + stall },
+            None => {
+                self.swap_requests.push(SwapRequest::FileRead { vm, page: f });
+                Access::SwapIo
+            }
         }
     }
 

@@ -20,6 +20,7 @@
 //!
 //! Sources: research/memory.md ([S1] Waldspurger, OSDI 2002; [S2] VMware Technical Journal 2013).
 
+pub mod app;
 pub mod content;
 pub mod guest;
 pub mod charge;

@@ -12,7 +12,8 @@
 //! overhead, balloon driver, content, image, the touch profile (`working_set_bytes`,
 //! `working_set_offset_bytes`, `pages_per_cpu_s` = 10,000 by default, chosen; `write_fraction`,
 //! `pattern`, `hot_block_bytes`, `hot_block_after_passes`, `phases`), the swap file's datastore, and the
-//! guest OS model (`guest_os`, [`crate::mem::guest::GuestParams`]) with the disk it swaps to.
+//! guest OS model (`guest_os`, [`crate::mem::guest::GuestParams`]) with the disk it swaps to, and
+//! an application (`app`, [`crate::mem::app::AppSpec`]).
 //!
 //! # Counters
 //! None: the spec only describes (the `mem` tables are sampled in `simulation/memory.rs`).
@@ -20,6 +21,7 @@
 //! # Known gaps
 //! - A workload's touches are uniform over one working set (or round-robin); no hot/cold mix.
 
+use super::app::AppSpec;
 use super::content::{ContentSpec, PAGE_BYTES};
 use super::guest::GuestParams;
 use super::params::{MemParams, Preset};
@@ -120,6 +122,10 @@ pub struct VmMemorySpec {
     /// with storage and a guest OS model, the VM disk the guest swaps to (its own virtual disk)
     #[serde(default)]
     pub guest_swap_disk: Option<String>,
+    /// an application whose operations touch memory and read files ([`crate::mem::app`]);
+    /// needs `guest_os`
+    #[serde(default)]
+    pub app: Option<AppSpec>,
 }
 
 impl VmMemorySpec {
@@ -325,6 +331,9 @@ impl MemorySpec {
             ContentSpec::from(&v.content).validate(&format!("{path}.guest_memory.content"))?;
             if let Some(g) = &v.guest_os {
                 g.validate(&format!("{path}.guest_memory.guest_os"), pages_of(bytes) as u32, v.anon_pages(bytes))?;
+            }
+            if let Some(a) = &v.app {
+                a.validate(&format!("{path}.guest_memory.app"), v.guest_os.is_some())?;
             }
         }
         Ok(())

@@ -47,6 +47,7 @@
 
 use super::Simulation;
 use crate::guest::Next;
+use crate::mem::app::Apps;
 use crate::mem::spec::{pages_of, TouchPattern};
 use crate::mem::{Access, MemScheduler, FixedLatencySwapStandIn, MemEvent, MemHost, MemoryImage, MemorySpec, SwapRequest, VmMemCounters, VmMemSpec, PAGE_BYTES};
 use crate::storage::Op;
@@ -63,6 +64,8 @@ const PAGES_PER_MB: f64 = 256.0;
 const SWAP_IN: u32 = 1 << 31;
 /// A swap I/O token's batch with this bit set is the guest OS's own paging to its virtual disk.
 const GUEST: u32 = 1 << 30;
+/// With `SWAP_IN | GUEST`: the read is an application's page-cache miss, not a guest swap-in.
+const FILE: u32 = 1 << 29;
 
 /// Random touches whose pmap slots are prefetched before they are made.
 const PREFETCH_AHEAD: u64 = 8;
@@ -138,6 +141,8 @@ pub(super) struct Memory {
     vm_table: Table,
     host_table: Table,
     guest_table: Table,
+    /// the VMs' applications (`mem_app`), when any VM runs one
+    apps: Option<Apps>,
 }
 
 fn vm_schema() -> Table {
@@ -291,6 +296,7 @@ impl Memory {
             vm_table: vm_schema(),
             host_table: host_schema(),
             guest_table: guest_schema(),
+            apps: Apps::new(spec.vms.iter().map(|v| v.app.clone()).collect(), sim.guests.len()),
         })
     }
 
@@ -328,6 +334,21 @@ impl Memory {
                     ahead_n += 1;
                 }
             }
+            // an application's operation makes its file reads first
+            if let Some(f) = self.apps.as_mut().and_then(|a| a.take_file_read(vc, vm, &mut self.vcpus[vc].rng)) {
+                let cached = self.host.guest(mi).and_then(|g| g.cached_file(f)).is_some();
+                let access = self.host.guest_file_read(mi, f, now);
+                let apps = self.apps.as_mut().expect("a file read comes from an application");
+                apps.file_read_done(vc, vm, cached, matches!(access, Access::Blocked { .. }));
+                match access {
+                    Access::Hit => {}
+                    Access::Fault { stall_ns } => stall += stall_ns,
+                    Access::SwapWait { until } => return Err((Some(until), stall, n - done - 1)),
+                    Access::SwapIo => return Err((None, stall, n - done - 1)),
+                    Access::Blocked { retry_at } => return Err((Some(retry_at), stall, n - done)),
+                }
+                continue;
+            }
             let t = &mut self.touch[vm];
             let g = &mut self.vcpus[vc];
             let ppn = t.start
@@ -351,7 +372,10 @@ impl Memory {
                 };
             let write = t.write_fraction > 0.0 && g.rng.uniform() < t.write_fraction;
             let access = if t.guest {
-                let cid = write.then(|| self.host.private_content(mi));
+                // an application's first touch of a page fills it with its data (a buffer pool
+                // page read from its files), not the page the guest zeroed
+                let fill = self.apps.as_ref().is_some_and(|a| a.runs(vm)) && self.host.guest(mi).is_some_and(|g| g.resident(ppn).is_none() && g.swapped_content(ppn).is_none());
+                let cid = (write || fill).then(|| self.host.private_content(mi));
                 self.host.guest_access(mi, ppn, cid, now)
             } else if write {
                 let cid = self.host.private_content(mi);
@@ -401,6 +425,7 @@ impl Simulation {
         s.content = (&v.content).into();
         s.guest = v.guest_os;
         s.anon_pages = v.anon_pages(self.spec.vms[vm as usize].memory_bytes);
+        let s_anon = s.anon_pages;
         s.home_node = if home == crate::cpu::NONE { 0 } else { home };
         if let Some(path) = &v.image {
             s.image = Some(MemoryImage::read(std::path::Path::new(path))?);
@@ -411,6 +436,9 @@ impl Simulation {
             None => ((v.content.os_fraction + v.content.app_fraction).min(1.0) * f64::from(pages)) as u32,
         };
         let mi = mem.host.power_on(s)?;
+        if let Some(a) = v.app.as_ref().filter(|a| a.file_pages() > 0) {
+            mem.host.set_guest_file_pages(mi, a.file_pages());
+        }
         mem.index[vm as usize] = Some(mi);
         mem.vm_of.push(vm);
         // the guest has loaded its OS image and application at boot: those pages are mapped
@@ -418,6 +446,17 @@ impl Simulation {
         for ppn in 0..boot {
             if let Access::Blocked { .. } = mem.host.read(mi, ppn, self.now) {
                 break;
+            }
+        }
+        // an application starts warm: its working set holds its data (a database's buffer pool
+        // after warm-up, desktops after login), so its anonymous pages are mapped with private
+        // contents before its first operation
+        if v.app.is_some() {
+            for vpn in 0..s_anon {
+                let cid = mem.host.private_content(mi);
+                if !matches!(mem.host.guest_access(mi, vpn, Some(cid), self.now), Access::Hit | Access::Fault { .. }) {
+                    break;
+                }
             }
         }
         Ok(())
@@ -477,6 +516,13 @@ impl Simulation {
                     mem.vcpus[v as usize].swap_issued = t;
                     (vm, Op::Read, u64::from(vpn) * PAGE_BYTES as u64, PAGE_BYTES as u64, SWAP_IN | GUEST | v)
                 }
+                SwapRequest::FileRead { vm, page } => {
+                    let v = vcpu.expect("a file read comes from a vCPU's operation");
+                    mem.vcpus[v as usize].swap_issued = t;
+                    // the file set follows the guest's swap space on its virtual disk
+                    let span = mem.guest_disks[mem.vm_of[vm as usize] as usize].as_ref().expect("a guest OS model has its disk with storage").span_bytes;
+                    (vm, Op::Read, span + u64::from(page) * PAGE_BYTES as u64, PAGE_BYTES as u64, SWAP_IN | GUEST | FILE | v)
+                }
             };
             let vm = mem.vm_of[mi as usize];
             let files = if batch & GUEST != 0 { &mem.guest_disks } else { &mem.swap_files };
@@ -492,9 +538,11 @@ impl Simulation {
         let mem = self.mem.as_mut().expect("swap I/O comes from the memory subsystem");
         let mi = mem.index[vm as usize].expect("a powered-on VM swaps");
         if batch & SWAP_IN != 0 {
-            let v = batch & !(SWAP_IN | GUEST);
+            let v = batch & !(SWAP_IN | GUEST | FILE);
             let waited = t - mem.vcpus[v as usize].swap_issued;
-            if batch & GUEST != 0 {
+            if batch & FILE != 0 {
+                // an application's page-cache miss: its operation's latency holds the wait
+            } else if batch & GUEST != 0 {
                 mem.host.guest_read_done(mi, waited);
             } else {
                 mem.host.swap_read_done(mi, waited);
@@ -514,7 +562,7 @@ impl Simulation {
     pub(super) fn next_with_mem(&mut self, v: u32, after_burst: bool) -> Next {
         let next = self.workload_next(v, after_burst);
         if self.mem.is_some() {
-            self.mem_touch(v, next)
+            self.mem_touch(v, next, after_burst)
         } else {
             next
         }
@@ -534,16 +582,25 @@ impl Simulation {
 
     /// The touches of a new burst (`next` from the workload), with the CPU its VM owes.
     #[inline(never)]
-    fn mem_touch(&mut self, v: u32, next: Next) -> Next {
-        let Next::Work(w) = next else { return next };
+    fn mem_touch(&mut self, v: u32, next: Next, after_burst: bool) -> Next {
         let mem = self.mem.as_mut().expect("called with memory only");
         let vm = self.sched.vcpus[v as usize].vm as usize;
-        let g = &mut mem.vcpus[v as usize];
-        g.credit += w as f64 * mem.touch[vm].per_ns;
-        let n = g.credit.floor();
-        g.credit -= n;
+        // an application's operation ends with its burst and the next begins with the next one,
+        // with its own count of touches and file reads
+        let app = mem.apps.as_mut().and_then(|a| a.next_op(v as usize, vm, after_burst, matches!(next, Next::Work(_)), self.now));
+        let Next::Work(w) = next else { return next };
+        let n = match app {
+            Some(n) => n,
+            None => {
+                let g = &mut mem.vcpus[v as usize];
+                g.credit += w as f64 * mem.touch[vm].per_ns;
+                let n = g.credit.floor();
+                g.credit -= n;
+                n as u64
+            }
+        };
         let work = w + std::mem::take(&mut mem.owed_ns[vm]);
-        self.mem_burst(v, work, n as u64)
+        self.mem_burst(v, work, n)
     }
 
     /// Make `n` touches for vCPU `v` before a burst of `work` ns: the burst with the stalls
@@ -637,6 +694,9 @@ impl Simulation {
                 ]);
             }
         }
+        if let Some(a) = mem.apps.as_mut() {
+            a.sample(t, (interval_s * NS_PER_S as f64).round() as Time, &mem.index);
+        }
         mem.host_table.push_row(&[
             ("time_s", Value::F64(t)),
             ("PMEM", Value::F64(mb(mem.host.total_pages() as f64))),
@@ -652,6 +712,9 @@ impl Simulation {
             if m.spec.vms.iter().any(|v| v.guest_os.is_some()) {
                 v.push(("mem_guest", &m.guest_table));
             }
+            if let Some(a) = &m.apps {
+                v.push(("mem_app", a.table()));
+            }
             v
         })
     }
@@ -662,6 +725,9 @@ impl Simulation {
             let mut v = vec![("mem", m.vm_table.take()), ("mem_host", m.host_table.take())];
             if m.spec.vms.iter().any(|v| v.guest_os.is_some()) {
                 v.push(("mem_guest", m.guest_table.take()));
+            }
+            if let Some(a) = m.apps.as_mut() {
+                v.push(("mem_app", a.take_table()));
             }
             v
         })
