@@ -168,6 +168,8 @@ _ENGINE_TABLE_COLUMNS: dict[str, list[str]] = {
         "time_s", "vm", "vm_id", "KERNEL", "CACHED", "FREE", "ANON", "BALLOON", "SWAPPED", "SWPIN/s", "SWPOUT/s",
         "%SWPWT", "BLN_FREE", "BLN_CACHE", "BLN_ANON", "DBLPG",
     ],
+    # application operations (VMs with guest_memory.app; docs/memory-apps.md)
+    "mem_app": ["time_s", "vm", "vm_id", "OPS", "OPM", "MB/s", "LAT_MS", "P95_MS", "HIT%"],
     # storage (docs/storage.md): esxtop's disk views per VM disk, LUN, path and adapter; the name
     # columns are added from the spec beside their index columns (vmtwin.scenario.storage)
     "disk": ["time_s", "vm", "vm_id", "disk", "disk_id", "lun", "lun_id", *_ESXTOP_DISK],

@@ -167,6 +167,24 @@ class TouchPhase(_Model):
     working_set: Bytes = Field(description="Memory the workload touches from then on, e.g. '250MB'.")
 
 
+class App(_Model):
+    """An application whose operations turn memory behaviour into its own metric
+    (``crates/vmtwin-core/src/mem/app.rs``, ``docs/memory-apps.md``): each operation is one burst of
+    the VM's workload (which must be ``cpu_bound`` with ``arrivals: closed`` and
+    ``burst_distribution: fixed``; ``burst`` is the CPU per operation, ``duty`` sets the think
+    time), preceded by ``file_reads_per_op`` reads of 4 KiB pages of a ``file_set`` through the
+    guest's page cache and ``touches_per_op`` touches of the working set. Needs ``guest_os``."""
+
+    kind: Literal["oltp", "vdi", "file_server"] = Field(
+        description="What the metric is read as: oltp (operations per minute), vdi (95th-percentile latency) or "
+        "file_server (MB/s); the mechanism is the same.")
+    touches_per_op: Annotated[int, Strict(), Field(ge=0, le=2**32 - 1)] = Field(
+        description="Touches of the working set per operation (replaces touch_rate).")
+    file_set: Bytes = Field("0B", description="Files the operations read, e.g. '1GB' (0: none).")
+    file_reads_per_op: Annotated[int, Strict(), Field(ge=0, le=2**32 - 1)] = Field(
+        0, description="4 KiB file pages read per operation, through the guest's page cache.")
+
+
 class GuestMemory(_Model):
     """What a VM's guest keeps in memory and how its workload touches it."""
 
@@ -192,6 +210,8 @@ class GuestMemory(_Model):
     guest_os: Optional[GuestOs] = Field(None, description="Model the guest OS: the workload's working set is "
                                         "anonymous memory the guest maps, ballooning takes its free, cached, then "
                                         "cold pages, and it swaps to its own virtual disk.")
+    app: Optional[App] = Field(None, description="An application (oltp, vdi, file_server) whose operations touch "
+                               "memory and read files, with its own metric in the mem_app table; needs guest_os.")
 
 
 def resolve_shares(shares: Union[str, float], memory_bytes: int) -> float:
@@ -269,10 +289,36 @@ def memory_errors(sc: "Scenario") -> Optional[ScenarioError]:
             if storage is not None and not any(d.vm == vm.name for d in storage.disks):
                 return scenario_error(f"vms[{i}].guest_memory.guest_os", "set", "a VM with a disk in the storage "
                                       "section (with storage, the guest swaps to its own virtual disk)")
+        if g.app is not None and (err := _app_error(i, vm, g)) is not None:
+            return err
         if g.swap_datastore is not None and g.swap_datastore not in datastores:
             have = ", ".join(datastores) if datastores else "none: the scenario has no storage section"
             return scenario_error(f"vms[{i}].guest_memory.swap_datastore", g.swap_datastore,
                                   f"a datastore of the storage section ({have})")
+    return None
+
+
+def _app_error(i: int, vm: Any, g: GuestMemory) -> Optional[ScenarioError]:
+    """An application without what its operations need, or None."""
+    app = g.app
+    assert app is not None
+    if g.guest_os is None:
+        return scenario_error(f"vms[{i}].guest_memory.app", app.kind, "an application with guest_memory.guest_os set "
+                              "(its touches and file reads go through the guest OS model)")
+    if "touch_rate" in g.model_fields_set:
+        return scenario_error(f"vms[{i}].guest_memory.touch_rate", g.touch_rate, "unset with an application "
+                              "(its touches_per_op replaces it)")
+    w = vm.workload
+    if getattr(w, "type", None) != "cpu_bound":
+        return scenario_error(f"vms[{i}].workload.type", getattr(w, "type", "?"), "cpu_bound with an application "
+                              "(one burst is one operation)")
+    if w.arrivals != "closed" or w.burst_distribution != "fixed":
+        field = "arrivals" if w.arrivals != "closed" else "burst_distribution"
+        return scenario_error(f"vms[{i}].workload.{field}", getattr(w, field), "arrivals: closed and "
+                              "burst_distribution: fixed with an application (one burst of its CPU is one operation)")
+    if app.file_reads_per_op > 0 and app.file_set < PAGE_BYTES:
+        return scenario_error(f"vms[{i}].guest_memory.app.file_set", _fmt(app.file_set),
+                              "at least 4 KiB when file_reads_per_op > 0")
     return None
 
 
@@ -367,6 +413,10 @@ def engine_section(sc: "Scenario") -> dict:
                 "kernel_base_bytes": g.guest_os.kernel_base,
                 "kernel_bytes_per_page": g.guest_os.kernel_bytes_per_page,
                 "boot_cache_bytes": g.guest_os.boot_cache,
+            },
+            "app": None if g.app is None else {
+                "kind": g.app.kind, "touches_per_op": g.app.touches_per_op, "file_set_bytes": g.app.file_set,
+                "file_reads_per_op": g.app.file_reads_per_op,
             },
         }
         vms.extend({**entry, "guest_swap_disk": None} for _ in range(vm.count))
