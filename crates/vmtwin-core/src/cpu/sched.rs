@@ -2102,11 +2102,12 @@ impl CpuSched {
         true
     }
 
-    /// Set every vCPU's weight and entitlement (pCPUs) at `now`: `share(v)` gives both. Every key is rescaled so that its
+    /// Set every vCPU's weight and entitlement (pCPUs) at `now`: `per_vm[vm]` gives both for
+    /// each vCPU of VM `vm`. Every key is rescaled so that its
     /// lag in CPU time survives the change, clamped to `max_lag_ns`, and rebased so that the
     /// fair clock reads zero; the run queues, the clock's sums and the limiters' active weights
     /// are rebuilt from scratch, which also clears their float drift.
-    pub fn set_weights(&mut self, now: Time, share: impl Fn(u32) -> VcpuShare) {
+    pub fn set_weights(&mut self, now: Time, per_vm: &[VcpuShare]) {
         if self.ht.on {
             self.ht_settle_all(now);
         }
@@ -2122,8 +2123,15 @@ impl CpuSched {
             }
         }
         let max_lag = self.params.max_lag_ns as f64;
-        for (v, vc) in self.vcpus.iter_mut().enumerate() {
-            let sh = share(v as u32);
+        self.clock.reset(0.0);
+        for l in &mut self.limiters {
+            l.active_alloc = 0.0;
+            l.active_n = 0;
+        }
+        // one pass: new weight and key, then the clock's sums and the limiters' active weights
+        // rebuilt from them (in vCPU order, as before, so the float sums are the same)
+        for vc in &mut self.vcpus {
+            let sh = per_vm[vc.vm as usize];
             let w = sh.weight.max(MIN_WEIGHT);
             vc.alloc = sh.alloc;
             vc.guard = if sh.satisfied || sh.alloc >= FULL_PCPU { sh.alloc } else { f64::NEG_INFINITY };
@@ -2131,13 +2139,6 @@ impl CpuSched {
             vc.weight = w;
             vc.inv_weight = 1.0 / w;
             vc.key = -lag * vc.inv_weight;
-        }
-        self.clock.reset(0.0);
-        for l in &mut self.limiters {
-            l.active_alloc = 0.0;
-            l.active_n = 0;
-        }
-        for vc in &self.vcpus {
             if RUNNABLE[vc.state as usize] {
                 self.clock.join(vc.weight, vc.key);
             }
