@@ -91,6 +91,9 @@ _UNITLESS_SCHED_KEYS = (
     "ht_used_charge",
     "ht_whole_core_first",
     "ht_compensation",
+    "cell_size",
+    "cell_rebalance_imbalance",
+    "inter_vm_cache_affinity",
 )
 
 
@@ -163,6 +166,18 @@ class CpuScheduler(_Model):
     ht_compensation: Optional[Annotated[bool, Strict()]] = Field(
         None, description="Give whole cores in turn to vCPUs stuck beside busy siblings: true (default) or false."
     )
+    cell_size: Optional[Annotated[int, Strict(), Field(ge=0)]] = Field(
+        None, description="ESX 3.x scheduler cells of this many cores (whole LLCs; a VM runs within one cell); "
+        "0 (default) = no cells, ESX 4's per-pCPU scheduling (docs/cells.md)."
+    )
+    cell_rebalance_period: Optional[Nanos] = Field(None, description="How often the cell balancer may move a whole VM, e.g. '2s'.")
+    cell_rebalance_imbalance: Optional[Annotated[float, Strict(), Field(ge=0.0)]] = Field(
+        None, description="Cell load gap (demand per pCPU) above which the cell balancer moves a VM, >= 0. Default 0.1."
+    )
+    inter_vm_cache_affinity: Optional[Annotated[bool, Strict()]] = Field(
+        None, description="Place communicating VMs (vms[].cpu.communicates_with) in one LLC when a pCPU is free there: "
+        "true (default) or false."
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -178,6 +193,12 @@ class VmCpu(_Model):
     limit: LimitMhz = Field(None, description="Upper bound in MHz, or 'unlimited'.")
     ht_sharing: Literal["any", "internal", "none"] = Field(
         "any", description="sched.cpu.htsharing: who may run on the other thread of its vCPUs' cores (any, internal, none)."
+    )
+    vsmp_consolidate: Annotated[bool, Strict()] = Field(
+        False, description="sched.cpu.vsmpConsolidate: place its vCPUs in one LLC when pCPUs are free there (docs/cells.md)."
+    )
+    communicates_with: list[Name] = Field(
+        default_factory=list, description="Names of VMs it talks to: inter-VM cache affinity places them in one LLC."
     )
 
 
@@ -454,6 +475,12 @@ class Scenario(_Model):
         }
         if ht_sharing:
             sched["ht_sharing"] = ht_sharing
+        consolidate = sorted(name for vm in self.vms if vm.cpu.vsmp_consolidate for name in vm.expanded_names())
+        if consolidate:
+            sched["vsmp_consolidate"] = consolidate
+        talks = [[name, other] for vm in self.vms for name in vm.expanded_names() for other in vm.cpu.communicates_with]
+        if talks:
+            sched["communicating_vms"] = talks
         vms = []
         shaped: dict[tuple, dict] = {}  # VMs replaying the same trace the same way share one spec
         for i, vm in enumerate(self.vms):

@@ -4,12 +4,14 @@
 //! - `entitlement.rs`: weighted max-min (water-filling) split at one level
 //! - `pools.rs`: the resource-pool tree, admission control, hierarchical entitlement
 //! - `cosched.rs`: co-scheduling of a VM's sibling vCPUs: progress, skew, co-stop, co-start
+//! - `cells.rs`: ESX 3.x scheduler cells, vSMP consolidation and inter-VM cache affinity
 //! - `clock.rs`: the fair clock that virtual times are measured against
 //! - `limit.rs`: the token buckets behind VM and pool CPU limits (%MLMTD)
 //! - `runqueue.rs`: one pCPU's run queue
 //! - `sched.rs`: the scheduler: states, accounting, placement, dispatch, preemption
 //! - `params.rs`: the tunables
 
+mod cells;
 mod clock;
 mod cosched;
 mod entitlement;
@@ -19,6 +21,7 @@ mod pools;
 mod runqueue;
 mod sched;
 
+pub use cells::{cell_ranges, choose_move, least_loaded, target_llc, CellVm};
 pub use cosched::{
     blocked, gang_needs, lead_skew, may_run_together, next_block_in, next_laggard_in, CoschedMode, CumulativeSkew, Lead,
     SKEW_TICK_NS,

@@ -4,7 +4,7 @@ use super::cosched::CoschedMode;
 use crate::sim::{Time, NS_PER_MS, NS_PER_S, NS_PER_US};
 use crate::hw::{HtSharing, DEFAULT_HT_CORE_GAIN};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Scheduler tunables. Every field name carries its unit.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -145,6 +145,32 @@ pub struct CpuSchedParams {
     /// `none` (`hw::HtSharing`). Default `any` for every VM not listed (ESX's default). In a
     /// scenario it is set per VM, as `vms[].cpu.ht_sharing`.
     pub ht_sharing: BTreeMap<String, HtSharing>,
+    /// Scheduler cells (ESX 3.x, research/cpu.md A5, C17; `cells.rs`), a count of cores
+    /// (dimensionless): the host is cut into cells of this many adjacent cores (whole LLCs), a
+    /// VM's vCPUs run only in its cell and a VM changes cell only when the cell balancer moves
+    /// it whole. 0 = no cells, ESX 4's per-pCPU scheduling. Default 0; C17 recommends a socket
+    /// (4 on the paper's hosts), 8 for ESX 3.5 running 8-vCPU VMs [WP §4.6].
+    pub cell_size: u32,
+    /// How often the cell balancer compares cell loads, in ns. Default 2 s (research/cpu.md C17:
+    /// "much coarser granularity" [WP §2.4]; the period is not given).
+    pub cell_rebalance_period_ns: Time,
+    /// Cell load difference, in pCPUs of demand per pCPU of a cell, above which the cell
+    /// balancer moves a VM, dimensionless. Default 0.1: chosen ([R], as `numa_rebalance_imbalance`).
+    pub cell_rebalance_imbalance: f64,
+    /// `sched.cpu.vsmpConsolidate` per VM (research/cpu.md A6.5, C24), VM names
+    /// (dimensionless): a waking vCPU of a listed VM first tries an idle pCPU in the LLC holding
+    /// most of its siblings (best effort). Default none. In a scenario it is set per VM, as
+    /// `vms[].cpu.vsmp_consolidate`.
+    pub vsmp_consolidate: BTreeSet<String>,
+    /// Inter-VM cache affinity (ESX 4, research/cpu.md A6.6, C25), a switch (dimensionless): a
+    /// waking vCPU of a VM in `communicating_vms` first tries an idle pCPU in the LLC holding
+    /// most of its partners' vCPUs (best effort). Default on (as ESX 4); it acts only on the
+    /// declared pairs.
+    pub inter_vm_cache_affinity: bool,
+    /// Pairs of VMs that communicate (C25: the paper does not say how ESX detects them, so they
+    /// are declared), VM names (dimensionless). Default none. In a scenario, per VM, as
+    /// `vms[].cpu.communicates_with`.
+    pub communicating_vms: Vec<(String, String)>,
 }
 
 impl Default for CpuSchedParams {
@@ -179,6 +205,12 @@ impl Default for CpuSchedParams {
             ht_whole_core_first: true,
             ht_compensation: true,
             ht_sharing: BTreeMap::new(),
+            cell_size: 0,
+            cell_rebalance_period_ns: 2 * NS_PER_S,
+            cell_rebalance_imbalance: 0.1,
+            vsmp_consolidate: BTreeSet::new(),
+            inter_vm_cache_affinity: true,
+            communicating_vms: Vec::new(),
         }
     }
 }
@@ -229,6 +261,12 @@ impl CpuSchedParams {
         }
         if !(self.migration_throttle_share > 0.0 && self.migration_throttle_share <= 1.0) {
             invalid!("cpu_scheduler.migration_throttle_share", self.migration_throttle_share, "a number in (0, 1]");
+        }
+        if self.cell_rebalance_period_ns == 0 {
+            invalid!("cpu_scheduler.cell_rebalance_period", self.cell_rebalance_period_ns, "a duration > 0");
+        }
+        if !(self.cell_rebalance_imbalance >= 0.0 && self.cell_rebalance_imbalance.is_finite()) {
+            invalid!("cpu_scheduler.cell_rebalance_imbalance", self.cell_rebalance_imbalance, "a number >= 0");
         }
         if !(0.0..=1.0).contains(&self.ht_core_gain) {
             invalid!("cpu_scheduler.ht_core_gain", self.ht_core_gain, "a number from 0 to 1");

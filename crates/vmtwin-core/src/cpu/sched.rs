@@ -70,8 +70,8 @@
 //! `llc_migrations`, `node_migrations`, `costops`, `vm_costops`, `costarts`, `numa_moves`.
 //!
 //! # Known gaps
-//! - No scheduler cells, vSMP consolidation, inter-VM cache affinity or extended fairness.
-//!   Co-scheduling (all four modes) and its gaps: `cosched.rs`. The NUMA balancer moves only VMs of one client; a wide VM's clients
+//! - Scheduler cells, vSMP consolidation and inter-VM cache affinity, and their gaps:
+//!   `cells.rs`. Co-scheduling (all four modes) and its gaps: `cosched.rs`. The NUMA balancer moves only VMs of one client; a wide VM's clients
 //!   keep the homes power-on gave them.
 //! - Migration costs steer the scheduler's choices only: the vCPU is not slowed after a move
 //!   until the execution-speed model charges it. Memory does not follow a home move.
@@ -86,8 +86,10 @@
 //! - Near 100% load, finite runs end with work still queued in the guests: usage then trails
 //!   the max-min allocation by that backlog, as any queue near saturation does.
 
+mod cells;
 mod ht;
 
+use super::cells::Cells;
 use super::clock::FairClock;
 use super::cosched::{gang_needs, next_laggard_in, CoschedMode, Lead, Siblings, SKEW_TICK_NS};
 use super::limit::{TokenBucket, LIMIT_BORROW_NS};
@@ -346,6 +348,10 @@ pub struct SchedStats {
     pub costarts: u64,
     /// VMs whose NUMA home node the balancer moved
     pub numa_moves: u64,
+    /// VMs the cell balancer moved to another cell (`cells.rs`)
+    pub cell_moves: u64,
+    /// wake-ups placed in their target LLC by vSMP consolidation or cache affinity (`cells.rs`)
+    pub affinity_placements: u64,
 }
 
 /// The CPU scheduler of one host.
@@ -413,6 +419,8 @@ pub struct CpuSched {
     fair_pair: Option<(u32, u32)>,
     /// hyperthreading state (`sched/ht.rs`)
     ht: ht::Ht,
+    /// scheduler cells and LLC preferences (`cells.rs`), set by `apply_placement`
+    cells: Cells,
 }
 
 impl CpuSched {
@@ -517,6 +525,7 @@ impl CpuSched {
             last_fairness: 0,
             fair_pair: None,
             ht: ht::Ht::new(ht_on, n, crate::hw::thread_speed(params.ht_core_gain), params.ht_used_charge, vcpus_per_vm),
+            cells: Cells::default(),
             params,
         }
     }
@@ -623,7 +632,7 @@ impl CpuSched {
     pub fn power_on(&mut self, vm: u32, now: Time) {
         let clock = self.clock.value(now);
         let vcpus = self.vcpus_of(vm);
-        let clients = self.numa_clients_for(vm);
+        let clients = if self.cells.on { self.cell_power_on(vm) } else { self.numa_clients_for(vm) };
         if clients.len() == 1 {
             self.set_home(vm, clients[0].0);
         }
@@ -750,7 +759,8 @@ impl CpuSched {
     /// onto the new home costs nothing, staying away from it costs a node move).
     fn rebalance_numa(&mut self) {
         let nodes = self.node_range.len() - 1;
-        if nodes < 2 {
+        if nodes < 2 || self.cells.on {
+            // with cells, a VM's home is its cell's node: the cell balancer moves it
             return;
         }
         let cores: Vec<f64> = (0..nodes).map(|i| (self.node_range[i + 1] - self.node_range[i]) as f64).collect();
@@ -1021,7 +1031,12 @@ impl CpuSched {
     /// cores before partial ones).
     /// With `numa_confine`, only pCPUs of its home node qualify, and there may be none
     /// ([`NONE`]).
-    fn idle_pcpu_near(&self, v: u32, last: u32) -> u32 {
+    fn idle_pcpu_near(&mut self, v: u32, last: u32) -> u32 {
+        if self.cells.hooked() {
+            if let Some(p) = self.idle_pcpu_hooked(v, last) {
+                return p;
+            }
+        }
         if self.ht.on {
             return self.ht_idle_near(v, last);
         }
@@ -1132,7 +1147,7 @@ impl CpuSched {
             return;
         }
         if self.held_count > 0 {
-            if let Some(v) = self.borrower(now) {
+            if let Some(v) = self.borrower(p, now) {
                 if !self.costop_if_blocked(v, now) {
                     self.place_key(v, now, true);
                     self.start(p, v, now, q);
@@ -1351,12 +1366,12 @@ impl CpuSched {
     /// taken out of its limiter's held list. Limited VMs run in bursts between refills, and
     /// without this a pCPU would idle whenever all of them are held at once although CPU is
     /// wanted, which a fluid max-min allocation never does.
-    fn borrower(&mut self, now: Time) -> Option<u32> {
+    fn borrower(&mut self, p: u32, now: Time) -> Option<u32> {
         let mut best: Option<(f64, u32, usize)> = None;
         for l in 0..self.limiters.len() {
             for (i, &v) in self.limiters[l].held.iter().enumerate() {
                 let key = self.vcpus[v as usize].key;
-                if best.is_some_and(|(k, _, _)| k <= key) {
+                if best.is_some_and(|(k, _, _)| k <= key) || (self.cells.on && !self.in_cell(v, p)) {
                     continue;
                 }
                 let vm = self.vcpus[v as usize].vm as usize;
@@ -1436,6 +1451,9 @@ impl CpuSched {
     /// is no lower than the best score so far is not scored.
     #[inline(never)]
     fn pick_local(&self, p: u32, host: (u32, f64)) -> Option<(u32, f64)> {
+        if self.cells.on {
+            return self.pick_in_cell(p);
+        }
         let pi = p as usize;
         let (mut bq, mut best) = match self.queues.head_entry(p) {
             Some((_, k)) => (p, k),
@@ -1734,7 +1752,7 @@ impl CpuSched {
             got.push(free);
         }
         for p in 0..self.pcpus.len() as u32 {
-            if got.len() < need.len() && self.idle[p as usize] && p != free {
+            if got.len() < need.len() && self.idle[p as usize] && p != free && self.cell_admits(vm, p) {
                 got.push(p);
             }
         }
@@ -1750,6 +1768,7 @@ impl CpuSched {
                 .filter(|&(p, pc)| {
                     pc.running != NONE && p as u32 != free && pc.run_vm != vm && pc.slice_start != now && pc.run_guard <= reach
                 })
+                .filter(|&(p, _)| self.cell_admits(vm, p as u32))
                 .map(|(p, pc)| (pc.run_key0 + now_f * pc.run_inv_weight, p as u32))
                 .filter(|&(k, _)| k > bar)
                 .collect();
@@ -1825,7 +1844,12 @@ impl CpuSched {
             })
             .collect();
         order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-        order.into_iter().any(|(_, vm)| self.gangs[vm as usize].costopped && self.try_costart(vm, p, best, now, q))
+        order.into_iter().any(|(_, vm)| {
+            self.gangs[vm as usize].costopped
+                && self.cell_admits(vm, p)
+                // a co-stop that ends here releases its vCPUs, and one may take `p` itself
+                && (self.try_costart(vm, p, best, now, q) || self.pcpus[p as usize].running != NONE)
+        })
     }
 
     /// A co-stop timer fired: stop every running vCPU of `vm` that now leads a sibling that is
@@ -2093,7 +2117,7 @@ impl CpuSched {
         let other = if v == a { b } else if v == b { a } else { return false };
         self.fair_pair = None;
         let op = self.vcpus[other as usize].pcpu;
-        if op == p || self.pcpus[op as usize].running != other {
+        if op == p || self.pcpus[op as usize].running != other || (self.cells.on && !(self.in_cell(v, op) && self.in_cell(other, p))) {
             return false;
         }
         let o = self.stop(op, now);

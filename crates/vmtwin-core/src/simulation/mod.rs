@@ -165,6 +165,7 @@ impl Simulation {
         let vcpus_per_vm: Vec<u32> = vms.iter().map(|v| v.vcpus).collect();
         let mut sched = CpuSched::new(&topo, spec.cpu_sched.clone(), &vcpus_per_vm);
         sched.apply_ht_sharing(&vms.iter().map(|v| v.name.as_str()).collect::<Vec<_>>())?;
+        sched.apply_placement(&vms.iter().map(|v| v.name.as_str()).collect::<Vec<_>>())?;
         for (id, pool) in pools.pools.iter().enumerate() {
             if let Some(limit) = pool.limit_mhz {
                 sched.add_pool_limit(limit, &pools.vms_below(id as u32));
@@ -411,6 +412,7 @@ impl Simulation {
             Event::Entitlement => {
                 let interval = self.spec.cpu_sched.entitlement_interval_ns;
                 self.sched.update_demand(t, interval);
+                self.sched.rebalance_cells(t, &mut self.queue);
                 self.recompute_entitlements();
                 self.queue.push(t + interval, Event::Entitlement);
             }

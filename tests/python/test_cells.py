@@ -1,0 +1,82 @@
+"""Scheduler cells, vSMP consolidation and inter-VM cache affinity from the scenario file
+(docs/cells.md): the fields reach the engine, a VM wider than a cell is refused by the CLI with
+exit status 2 naming the field and writing nothing, and cells cost what the hand count says."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "cli"))
+from cli_helpers import assert_user_error, run_vmtwin  # noqa: E402
+
+from vmtwin.scenario import parse_scenario  # noqa: E402
+from vmtwin.simulation import Simulation  # noqa: E402
+
+HOST1 = "host: {name: host1, sockets: 2, llcs_per_node: 2, cores_per_llc: 2, memory: 32GB}\n"
+
+THREE_3 = HOST1 + """
+duration: 10s
+cpu_scheduler: {cell_size: CELL}
+vms:
+  - {name: vm, count: 3, vcpus: 3, workload: {type: cpu_bound, duty: 1.0, burst_distribution: fixed}}
+"""
+
+
+def test_fields_reach_the_engine_spec():
+    sc = parse_scenario(HOST1 + """
+cpu_scheduler: {cell_size: 4, cell_rebalance_period: 3s, cell_rebalance_imbalance: 0.2, inter_vm_cache_affinity: false}
+vms:
+  - {name: web, vcpus: 2, cpu: {vsmp_consolidate: true, communicates_with: [db]}, workload: {type: idle}}
+  - {name: db, vcpus: 1, workload: {type: idle}}
+""")
+    sched = sc.to_engine_spec()["cpu_sched"]
+    assert sched["cell_size"] == 4
+    assert sched["cell_rebalance_period_ns"] == 3_000_000_000
+    assert sched["cell_rebalance_imbalance"] == 0.2
+    assert sched["inter_vm_cache_affinity"] is False
+    assert sched["vsmp_consolidate"] == ["web"]
+    assert sched["communicating_vms"] == [["web", "db"]]
+    # off by default: nothing is sent, the engine's defaults hold
+    plain = parse_scenario(HOST1 + "vms: [{name: a, workload: {type: idle}}]\n").to_engine_spec()["cpu_sched"]
+    assert not {"cell_size", "vsmp_consolidate", "communicating_vms"} & set(plain)
+
+
+def _used_pcpus(cell: int) -> dict[str, float]:
+    sim = Simulation(parse_scenario(THREE_3.replace("CELL", str(cell))))
+    sim.run()
+    vm = sim.tables()["vm"].to_pandas()
+    return (vm.groupby("vm")["%USED"].mean() / 100).to_dict()
+
+
+def test_cells_fragment_as_counted_by_hand():
+    """Three busy 3-vCPU VMs on two 4-pCPU cells: vm-1 and vm-3 share cell 0 (2 pCPUs each),
+    vm-2 has cell 1 and can use 3 of its 4; no whole-VM move narrows the gap. 7 of 8 pCPUs, against
+    8/3 each (all 8) without cells."""
+    with_cells = _used_pcpus(4)
+    assert with_cells == pytest.approx({"vm-1": 2.0, "vm-2": 3.0, "vm-3": 2.0}, abs=0.03)
+    without = _used_pcpus(0)
+    assert without == pytest.approx({k: 8 / 3 for k in without}, abs=0.05)
+
+
+@pytest.mark.parametrize("cell, expected", [
+    (2, "vms[0].vcpus"),           # a 3-vCPU VM in 2-core cells
+    (3, "cpu_scheduler.cell_size"),  # 3 cores is not whole 2-core LLCs
+])
+def test_cli_refuses_what_cells_cannot_hold(tmp_path, cell, expected):
+    scenario = tmp_path / "cells.yaml"
+    scenario.write_text(THREE_3.replace("CELL", str(cell)))
+    out = tmp_path / "out"
+    res = run_vmtwin("run", scenario, "-o", out, "-q")
+    assert_user_error(res, expected)
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_bad_cell_fields_name_their_path():
+    from vmtwin.exceptions import ScenarioError
+
+    with pytest.raises(ScenarioError) as e:
+        parse_scenario(THREE_3.replace("CELL", "-1"))
+    assert "cpu_scheduler.cell_size" in str(e.value)
