@@ -383,10 +383,10 @@ def _fluid_results(hosts: list[HostRun], workers: int, progress: Progress,
     first_id = 0
     for at in range(0, len(hosts), FLUID_BATCH_HOSTS):
         chunk = hosts[at:at + FLUID_BATCH_HOSTS]
-        specs = [json.dumps(h.spec, separators=(",", ":")) for h in chunk]
+        specs, traces = zip(*(_apart(h.spec) for h in chunk))
         start = time.perf_counter()
         try:
-            raw, facts, params = _core.run_fluid_hosts(specs, workers)
+            raw, facts, params = _core.run_fluid_hosts(list(specs), workers, list(traces))
         except VmtwinError as exc:
             host = chunk[getattr(exc, "host_index", 0)].name
             raise type(exc)(f"host {host}: {exc}") from None
@@ -409,6 +409,24 @@ def _fluid_results(hosts: list[HostRun], workers: int, progress: Progress,
                     for h, (pieces, wall, log) in zip(chunk, facts)]
         if progress:
             progress(min(at + FLUID_BATCH_HOSTS, len(hosts)), len(hosts))
+
+
+def _apart(spec: dict) -> tuple[str, list[tuple[int, bytes, bytes]]]:
+    """A host's engine spec as JSON with its trace workloads' lists left empty, and those
+    traces as little-endian arrays, ``(vm index, segment_ns, utilization)``, which the engine
+    puts back (``vmtwin_core::fluid::set_traces``): thousands of traces as JSON numbers cost
+    more to write and parse than to simulate."""
+    import json
+
+    vms, traces = [], []
+    for j, vm in enumerate(spec.get("vms", [])):
+        w = vm.get("workload", {})
+        if w.get("kind") == "trace":
+            traces.append((j, np.asarray(w["segment_ns"], dtype="<u8").tobytes(),
+                           np.asarray(w["utilization"], dtype="<f8").tobytes()))
+            vm = {**vm, "workload": {**w, "segment_ns": [], "utilization": []}}
+        vms.append(vm)
+    return json.dumps({**spec, "vms": vms}, separators=(",", ":")), traces
 
 
 def _shift_vm_ids(table: pa.Table, by: int) -> pa.Table:

@@ -261,11 +261,26 @@ impl PoolTree {
     /// Entitlement and scheduling weight of every VM, given each VM's claim and the host
     /// capacity (see `entitlement.rs` for both).
     pub fn entitlements(&self, vms: &[VmClaim], capacity_mhz: f64) -> Vec<Entitlement> {
+        let mut room = PoolScratch::default();
+        self.entitlements_in(vms, capacity_mhz, &mut room);
+        room.out
+    }
+
+    /// [`PoolTree::entitlements`] computed in `room`, whose buffers are reused from call to
+    /// call (the fluid mode calls it every step of small hosts, where allocating them cost more
+    /// than the water-fill); the result is `room`'s, in VM order.
+    pub fn entitlements_in<'a>(&self, vms: &[VmClaim], capacity_mhz: f64, room: &'a mut PoolScratch) -> &'a [Entitlement] {
         let n = self.pools.len();
+        let PoolScratch { lo, hi, unlimited_hi, alloc, wcap, binding, claims, out } = room;
+        for v in [&mut *lo, &mut *hi, &mut *unlimited_hi, &mut *alloc, &mut *wcap] {
+            v.clear();
+            v.resize(n, 0.0);
+        }
+        binding.clear();
+        binding.resize(n, false);
+        out.clear();
+        out.resize(vms.len(), Entitlement::default());
         // bottom-up: floor and ceiling of every pool (children have larger indices)
-        let mut lo = vec![0.0; n];
-        let mut hi = vec![0.0; n];
-        let mut unlimited_hi = vec![0.0; n];
         for id in (0..n).rev() {
             let p = &self.pools[id];
             let (mut child_lo, mut child_hi) = (0.0, 0.0);
@@ -285,14 +300,9 @@ impl PoolTree {
         }
         // top-down: split each pool's allocation over its children, and its weight capacity
         // (what it would get without its own limit, which its token bucket enforces instead)
-        let mut alloc = vec![0.0; n];
-        let mut wcap = vec![0.0; n];
-        // the pool's allocation is cut by a limit, its own or an ancestor's
-        let mut binding = vec![false; n];
-        let mut out = vec![Entitlement::default(); vms.len()];
+        // (`binding`: the pool's allocation is cut by a limit, its own or an ancestor's)
         alloc[ROOT_POOL as usize] = capacity_mhz;
         wcap[ROOT_POOL as usize] = capacity_mhz;
-        let mut claims = Vec::new();
         for id in 0..n {
             let p = &self.pools[id];
             claims.clear();
@@ -304,12 +314,12 @@ impl PoolTree {
                 let (l, h) = vm_bounds(&vms[v as usize]);
                 claims.push(Claim { shares: vms[v as usize].shares as f64, lo: l, hi: h });
             }
-            let (split, alloc_level) = fill(alloc[id], &claims);
+            let (split, alloc_level) = fill(alloc[id], claims);
             if let Some(l) = p.limit_mhz {
                 binding[id] |= alloc[id] >= l as f64 * (1.0 - 1e-9) && unlimited_hi[id] > l as f64;
             }
             // the weight capacity differs from the allocation only below a limited pool
-            let level = if wcap[id] == alloc[id] { alloc_level } else { water_level(wcap[id], &claims) };
+            let level = if wcap[id] == alloc[id] { alloc_level } else { water_level(wcap[id], claims) };
             for (k, &c) in p.pools.iter().enumerate() {
                 let c = c as usize;
                 alloc[c] = split[k];
@@ -330,12 +340,26 @@ impl PoolTree {
         }
         // getting all it wants says a VM has slack to wait in only when no VM is held back
         if hi[ROOT_POOL as usize] > capacity_mhz {
-            for e in &mut out {
+            for e in out.iter_mut() {
                 e.satisfied = false;
             }
         }
         out
     }
+}
+
+/// Room for [`PoolTree::entitlements_in`]: per pool its floor, ceilings, allocation, weight
+/// capacity and whether a limit binds it; one pool's claims; the result.
+#[derive(Debug, Clone, Default)]
+pub struct PoolScratch {
+    lo: Vec<f64>,
+    hi: Vec<f64>,
+    unlimited_hi: Vec<f64>,
+    alloc: Vec<f64>,
+    wcap: Vec<f64>,
+    binding: Vec<bool>,
+    claims: Vec<Claim>,
+    out: Vec<Entitlement>,
 }
 
 /// Checks of one VM's CPU settings, shared by building a run (`path` names the VM's spec entry)

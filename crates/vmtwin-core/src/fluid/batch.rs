@@ -31,7 +31,7 @@
 use super::FluidSim;
 use crate::metrics::{Column, Table};
 use crate::sim::Time;
-use crate::spec::SimSpec;
+use crate::spec::{SimSpec, WorkloadSpec};
 use crate::{VmtwinError, VmtwinResult};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -157,6 +157,26 @@ pub fn run_hosts_with<T: Send>(items: Vec<T>, threads: usize, spec_of: impl Fn(T
     Ok(Batch { schema, hosts, first_params, parts, vms_before })
 }
 
+/// One VM's trace given apart from its host's spec: the VM's index in the spec, its
+/// `segment_ns` and its `utilization` (what the spec's trace workload holds).
+pub type VmTrace = (usize, Vec<u64>, Vec<f64>);
+
+/// Put `traces` into `spec`'s trace workloads. A caller with thousands of traces passes them
+/// as arrays beside the JSON (empty lists in it): parsing them as JSON numbers, buffered by the
+/// workload's tagged enum, cost more than simulating them.
+pub fn set_traces(spec: &mut SimSpec, traces: Vec<VmTrace>) -> VmtwinResult<()> {
+    for (vm, seg, util) in traces {
+        match spec.vms.get_mut(vm).map(|v| &mut v.workload) {
+            Some(WorkloadSpec::Trace { segment_ns, utilization, .. }) => {
+                *segment_ns = seg;
+                *utilization = util;
+            }
+            _ => return Err(VmtwinError::Simulation(format!("a trace was given for vms[{vm}], which has no trace workload"))),
+        }
+    }
+    Ok(())
+}
+
 impl Batch {
     /// Rows of table `table` (an index into `schema`) over all hosts.
     pub fn rows(&self, table: usize) -> usize {
@@ -196,6 +216,43 @@ impl Batch {
             }
         }
         assert_eq!(at, out.len(), "column {name}: the buffer holds every row");
+    }
+
+    /// Bytes of each column of each table (`schema`'s order): rows x the dtype's size.
+    pub fn column_bytes(&self) -> Vec<Vec<usize>> {
+        self.schema
+            .iter()
+            .enumerate()
+            .map(|(k, (_, cols))| cols.iter().map(|(_, dtype)| self.rows(k) * if *dtype == "u32" { 4 } else { 8 }).collect())
+            .collect()
+    }
+
+    /// [`Batch::write_column`] for every column, `outs[table][column]` each exactly
+    /// [`Batch::column_bytes`] long, the columns shared out over `threads` threads (each column
+    /// is written by one thread, so the bytes do not depend on `threads`).
+    pub fn write_columns(&self, outs: Vec<Vec<&mut [u8]>>, threads: usize) {
+        let jobs: Vec<Mutex<Option<(usize, usize, &mut [u8])>>> = outs
+            .into_iter()
+            .enumerate()
+            .flat_map(|(k, cols)| cols.into_iter().enumerate().map(move |(c, out)| Mutex::new(Some((k, c, out)))))
+            .collect();
+        let next = AtomicUsize::new(0);
+        let work = || loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(slot) = jobs.get(i) else { break };
+            let (k, c, out) = slot.lock().expect("column slot").take().expect("each column taken once");
+            self.write_column(k, c, out);
+        };
+        let threads = threads.clamp(1, jobs.len().max(1));
+        if threads == 1 {
+            work();
+        } else {
+            std::thread::scope(|s| {
+                for _ in 0..threads {
+                    s.spawn(work);
+                }
+            });
+        }
     }
 
     /// The joined tables: every table with the `host` column after `time_s`, `vm_id` across

@@ -3,7 +3,7 @@
 use super::cursor::Cursor;
 use super::rows::{f, Cell, Kind, Layout};
 use super::split::{split, Loop};
-use crate::cpu::{check_vm_cpu, CoschedMode, PoolTree, SchedStats, VcpuState, VmClaim, STATES};
+use crate::cpu::{check_vm_cpu, CoschedMode, PoolScratch, PoolTree, SchedStats, VcpuState, VmClaim, STATES};
 use crate::simulation::check_vm_entry;
 use crate::guest::Workload;
 use crate::hw::Topology;
@@ -369,7 +369,7 @@ impl FluidSim {
         let core = self.core_mhz;
         // per VM: the workload's demand of one vCPU over the piece, and with an open loop's
         // backlog (what the water-fill sees), fractions of a pCPU
-        let Scratch { offered, demand, claims, .. } = &mut self.scratch;
+        let Scratch { offered, demand, claims, pools: room, .. } = &mut self.scratch;
         offered.clear();
         offered.extend(self.vms.iter_mut().map(|v| match v.powered_on_at {
             None => 0.0,
@@ -392,8 +392,8 @@ impl FluidSim {
                     powered_on: v.powered_on_at.is_some(),
                 }
         }));
-        let ent = self.pools.entitlements(claims, self.capacity_mhz);
-        for (((v, e), (&d, c)), &w) in self.vms.iter_mut().zip(&ent).zip(demand.iter().zip(claims.iter())).zip(offered.iter()) {
+        let ent = self.pools.entitlements_in(claims, self.capacity_mhz, room);
+        for (((v, e), (&d, c)), &w) in self.vms.iter_mut().zip(ent).zip(demand.iter().zip(claims.iter())).zip(offered.iter()) {
             v.entitlement_mhz = e.mhz;
             v.demand_est_mhz = c.demand_mhz;
             if v.powered_on_at.is_none() {
@@ -508,6 +508,8 @@ struct Scratch {
     demand: Vec<f64>,
     /// per VM: what the water-fill is given
     claims: Vec<VmClaim>,
+    /// the water-fill's own buffers
+    pools: PoolScratch,
     host_rows: Vec<[Cell; HOST_N]>,
     vm_rows: Vec<[Cell; VM_N]>,
     vcpu_rows: Vec<[Cell; VCPU_N]>,
