@@ -1,6 +1,7 @@
 """The scenario's ``storage:`` section: HBA adapters, flash arrays, datastores (LUNs) with
 their device, queue depth, paths and path selection policy, VM disks with disk shares, the I/O
-each disk sees (an Iometer-like worker, a Poisson source, a FileBench-like mix) or the
+each disk sees (an Iometer-like worker, a Poisson source, a bursty Postmark/FFSB-like source, a
+FileBench-like mix, a block-trace replay) or the
 synchronous I/O a VM's vCPUs wait for, and path failures as timed events. Normalized into the
 engine's ``storage`` object (``crates/vmtwin-core/src/storage/scenario.rs``; every tunable's
 unit, default and source is in ``storage/params.rs``).
