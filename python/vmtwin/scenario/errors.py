@@ -27,56 +27,82 @@ class _Missing:
         return "nothing (the key is missing)"
 
 
-def _unwrap(annotation: Any) -> Any:
-    """The model class a field holds (through Optional, list and Annotated), or the workload union."""
+class _Union:
+    """A discriminated union of models: the key that tags a member and the members by tag."""
+
+    def __init__(self, key: str, members: dict[str, type[_Model]]):
+        self.key, self.members = key, members
+
+    def describe(self) -> str:
+        return ", ".join(self.members)
+
+
+def _unwrap(annotation: Any, key: Optional[str] = None) -> Any:
+    """The model class a field holds (through Optional, list and Annotated), or its `_Union`.
+
+    ``key`` is the field's own discriminator (pydantic moves a field's top-level ``Annotated``
+    metadata into its FieldInfo); one nested in the annotation is found on the way down.
+    """
     while True:
         origin = get_origin(annotation)
         if origin is Annotated:
-            annotation = get_args(annotation)[0]
+            args = get_args(annotation)
+            for meta in args[1:]:
+                key = getattr(meta, "discriminator", None) or key
+            annotation = args[0]
         elif origin is list:
             annotation = get_args(annotation)[0]
         elif origin is Union:
             args = [a for a in get_args(annotation) if a is not type(None)]
             if all(isinstance(a, type) and issubclass(a, _Model) for a in args) and len(args) > 1:
-                return "workload"
+                tag = key if isinstance(key, str) else "type"
+                members = {}
+                for a in args:
+                    f = a.model_fields.get(tag)
+                    for value in get_args(f.annotation) if f is not None else ():
+                        members[value] = a
+                return _Union(tag, members)
             annotation = args[0]
         else:
             return annotation
 
 
-def _workloads() -> dict:
-    from vmtwin.scenario.models import _WORKLOADS  # the models import this module
-
-    return _WORKLOADS
+def _field_type(cls: type[_Model], name: str) -> Any:
+    field = cls.model_fields[name]
+    return _unwrap(field.annotation, field.discriminator)
 
 
 def _model_at(root: type[_Model], loc: tuple) -> Optional[type[_Model]]:
     """Walk a pydantic error location from ``root``; return the model owning the last element."""
-    cls: Any = root
-    for el in loc[:-1]:
-        if isinstance(el, int):
-            continue  # list index: cls already is the item type
-        if cls == "workload":
-            cls = _workloads().get(el)
-            continue
-        if not (isinstance(cls, type) and issubclass(cls, _Model)) or el not in cls.model_fields:
-            return None
-        cls = _unwrap(cls.model_fields[el].annotation)
+    cls = _walk(root, loc[:-1])
     return cls if isinstance(cls, type) and issubclass(cls, _Model) else None
 
 
-def _yaml_path(loc: tuple) -> str:
-    """``('vms', 1, 'workload', 'cpu_bound', 'duty')`` -> ``vms[1].workload.duty``."""
-    out = ""
-    prev = None
+def _walk(root: type[_Model], loc: tuple) -> Any:
+    """The model class (or `_Union`) at the end of ``loc``, or None where the schema ends."""
+    cls: Any = root
     for el in loc:
         if isinstance(el, int):
+            continue  # list index: cls already is the item type
+        if isinstance(cls, _Union):
+            cls = cls.members.get(el)
+            continue
+        if not (isinstance(cls, type) and issubclass(cls, _Model)) or el not in cls.model_fields:
+            return None
+        cls = _field_type(cls, el)
+    return cls
+
+
+def _yaml_path(loc: tuple, root: type[_Model]) -> str:
+    """``('vms', 1, 'workload', 'cpu_bound', 'duty')`` -> ``vms[1].workload.duty``."""
+    out = ""
+    for i, el in enumerate(loc):
+        if isinstance(el, int):
             out += f"[{el}]"
-        elif prev == "workload" and el in _workloads():
+        elif i and isinstance(_walk(root, loc[:i]), _Union):
             pass  # pydantic's discriminator tag, not a YAML key
         else:
             out += path_key(el)
-        prev = el
     return out.lstrip(".") or "(top level)"
 
 
@@ -86,7 +112,7 @@ def _describe_keys(cls: type[_Model]) -> str:
 
 def _one_error(err: dict, root: type[_Model], prefix: str) -> ScenarioError:
     loc = tuple(err["loc"])
-    path = _yaml_path(loc)
+    path = _yaml_path(loc, root)
     if prefix:
         path = prefix if path == "(top level)" else f"{prefix}.{path}"
     kind = err["type"]
@@ -106,16 +132,20 @@ def _one_error(err: dict, root: type[_Model], prefix: str) -> ScenarioError:
         allowed = field.description if field is not None and field.description else "a value (required)"
         allowed = f"a required key: {allowed}"
     elif kind in ("union_tag_invalid", "union_tag_not_found"):
-        path = f"{path}.type"
-        value = value.get("type", _Missing()) if isinstance(value, dict) else value
-        allowed = "one of the workload types " + ", ".join(_workloads())
+        union = _walk(root, loc)
+        key = union.key if isinstance(union, _Union) else err.get("ctx", {}).get("discriminator", "type").strip("'")
+        path = f"{path}.{key}"
+        value = value.get(key, _Missing()) if isinstance(value, dict) else value
+        name = next((el for el in reversed(loc) if isinstance(el, str)), "")
+        noun = name[:-1] if name.endswith("s") else name  # devices -> device
+        allowed = f"one of the {noun} {key}s " + (union.describe() if isinstance(union, _Union) else err["msg"])
     elif kind in ("model_type", "model_attributes_type", "dict_type"):
         if loc and isinstance(loc[-1], int):
             target = owner  # a list item: _model_at already stepped into the item type
         else:
-            target = _unwrap(field.annotation) if field is not None else None
-        if target == "workload":
-            allowed = "a mapping with a type key: " + ", ".join(_workloads())
+            target = _field_type(owner, loc[-1]) if field is not None else None
+        if isinstance(target, _Union):
+            allowed = f"a mapping with a {target.key} key: " + target.describe()
         elif isinstance(target, type) and issubclass(target, _Model):
             allowed = f"a mapping with the keys {_describe_keys(target)}"
         else:
