@@ -142,8 +142,9 @@ def test_indicator_rows_agree_with_the_values_they_judge(rows):
     heavy = next(r for r in b8 if "every heavily loaded" in r.metric)
     want = all(v > 1.0 for k, v in per.items() if sum(mix(k.split(" (")[0])) > 8)
     assert heavy.simulated == (1.0 if want else 0.0)
-    assert "co-scheduling and locking" in heavy.note
-    assert all("no scheduler cells" in r.note for r in b8 if r.series == "Fig 12 specjbb" and "cell 8" not in r.metric)
+    assert "locking (no cell lock in the engine)" in heavy.note
+    assert all("cell_size 4" in r.note and "no cell lock" in r.note
+               for r in b8 if r.series == "Fig 12 specjbb" and "cell 8" not in r.metric)
 
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "reproduce-cpu.md"
