@@ -73,8 +73,8 @@ def test_a_preset_run_is_bursty_per_second_and_poisson_is_not():
 @pytest.mark.parametrize("workload,field,hint", [
     ({"type": "bursty", "cv": 3.0}, "storage.disks[0].workload.rate", "preset"),
     ({"type": "bursty", "rate": 100.0}, "storage.disks[0].workload.cv", "preset"),
-    ({"type": "bursty", "rate": 100.0, "cv": 0.5}, "storage.disks[0].workload.bursty.cv", "1"),
-    ({"type": "bursty", "preset": "pm-9"}, "storage.disks[0].workload.bursty.preset", "pm-1"),
+    ({"type": "bursty", "rate": 100.0, "cv": 0.5}, "storage.disks[0].workload.cv", "1"),
+    ({"type": "bursty", "preset": "pm-9"}, "storage.disks[0].workload.preset", "pm-1"),
 ])
 def test_bad_bursty_input_names_the_field(workload, field, hint):
     with pytest.raises(ScenarioError) as info:

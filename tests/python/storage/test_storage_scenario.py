@@ -49,7 +49,7 @@ BAD = [
     ("adaptive without thresholds", lambda s: s["datastores"][0].update(psp={"policy": "adaptive"}),
      "storage.datastores[0].psp.ta", "threshold"),
     ("negative depth", lambda s: s["datastores"][0].update(dqlen=-4), "storage.datastores[0].dqlen", "-4"),
-    ("negative outstanding", lambda s: s["disks"][0]["workload"].update(outstanding=-1), "storage.disks[0].workload.iometer.outstanding", "-1"),
+    ("negative outstanding", lambda s: s["disks"][0]["workload"].update(outstanding=-1), "storage.disks[0].workload.outstanding", "-1"),
     ("disk on an undefined datastore", lambda s: s["disks"][1].update(datastore="ds9"), "storage.disks[1].datastore", "'ds1', 'ds2'"),
     ("disk of an undefined VM", lambda s: s["disks"][1].update(vm="nobody"), "storage.disks[1].vm", "nobody"),
     ("path on an undefined adapter", lambda s: s["datastores"][1]["paths"][0].update(adapter="vmhba7"),
