@@ -143,10 +143,12 @@ fn same_seed_same_table() {
 #[test]
 fn bad_application_names_its_field() {
     let mut v = spec(1024, 256, 1, 10, 10, 8, 4, 0, 5, 10);
-    let e = Simulation::new(SimSpec::from_json(&v.to_string()).unwrap()).err().expect("no file set").to_string();
+    let Err(e) = Simulation::new(SimSpec::from_json(&v.to_string()).unwrap()) else { panic!("no file set accepted") };
+    let e = e.to_string();
     assert!(e.contains("vms[0].guest_memory.app.file_set"), "{e}");
     v["memory"]["vms"][0]["guest_os"] = Value::Null;
     v["memory"]["vms"][0]["app"]["file_set_bytes"] = json!(MB);
-    let e = Simulation::new(SimSpec::from_json(&v.to_string()).unwrap()).err().expect("no guest").to_string();
+    let Err(e) = Simulation::new(SimSpec::from_json(&v.to_string()).unwrap()) else { panic!("an app without a guest accepted") };
+    let e = e.to_string();
     assert!(e.contains("vms[0].guest_memory.app"), "{e}");
 }
