@@ -21,7 +21,7 @@ FIELDS = [
     (lambda s, v: s["datastores"][0].update(dqlen=v), "storage.datastores[0].dqlen"),
     (lambda s, v: s["adapters"][1].update(queue_depth=v), "storage.adapters[1].queue_depth"),
     (lambda s, v: s["datastores"][0]["psp"].update(iops=v), "storage.datastores[0].psp.iops"),
-    (lambda s, v: s["disks"][0]["workload"].update(outstanding=v), "storage.disks[0].workload.iometer.outstanding"),
+    (lambda s, v: s["disks"][0]["workload"].update(outstanding=v), "storage.disks[0].workload.outstanding"),
 ]
 
 
