@@ -10,9 +10,10 @@ CPU objects of :mod:`vmtwin.export.esxtop`:
 - ``Physical Disk Path(<runtime name>)`` per path (``path`` table, ``vmhbaN:C0:T<c>:L<lun>``),
 - ``Virtual Disk(<vm>:<disk>)`` per VM disk (``disk`` table),
 
-each with the counters of :data:`DISK_COUNTERS`. The counter names are those of esxtop's batch
-output as vmtwin's authors know them, not checked against a capture from a host
-(docs/reference/counters.md lists them).
+each with the counters of :data:`DISK_COUNTERS`. The counter names are checked against VMware's
+documented names and the batch-mode names public parsers of real captures use, not against a
+capture of our own (docs/storage.md has the comparison). `Aborts/sec` (ABRTS/s) is not exported:
+the engine never aborts a command.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ DISK_COUNTERS: list[tuple[str, str]] = [
     ("ACTV", "Active Commands"),
     ("QUED", "Queued Commands"),
     ("%USD", "% Used"),
-    ("DQLEN", "Queue Depth"),
+    ("DQLEN", "Device Q Depth"),
 ]
 
 #: (table, instance-name column, perfmon object) in export order.
