@@ -310,8 +310,17 @@ def vm_limit_figure(vm: pd.DataFrame, n: int = TOP_N) -> go.Figure:
     return _layout(fig, title, height=580)
 
 
-def core_mhz(host: pd.DataFrame) -> float:
-    """The core speed (MHz): median of ``capacity_mhz / pcpus`` (NaN without host rows)."""
+def core_mhz(host: pd.DataFrame, scenario: dict | None = None) -> float:
+    """The core speed (MHz): the scenario's ``core_mhz`` when all its hosts share one, else the
+    median of ``capacity_mhz / pcpus`` (NaN without host rows). The fallback is half the clock
+    on a hyperthreaded host, whose capacity counts cores and whose pCPUs are threads.
+    """
+    from vmtwin.units import parse_frequency
+
+    specs = [(scenario or {}).get("host")] + [h for c in (scenario or {}).get("clusters") or [] for h in c.get("hosts") or []]
+    speeds = {parse_frequency(h["core_mhz"]) for h in specs if isinstance(h, dict) and h.get("core_mhz") is not None}
+    if len(speeds) == 1:
+        return float(speeds.pop())
     if len(host):
         caps = host["capacity_mhz"].to_numpy(dtype=float)
         pcpus = host["pcpus"].to_numpy(dtype=float)
@@ -321,11 +330,12 @@ def core_mhz(host: pd.DataFrame) -> float:
     return math.nan
 
 
-def vm_entitlement_figure(vm: pd.DataFrame, host: pd.DataFrame, ids: list[int] | None = None) -> go.Figure:
+def vm_entitlement_figure(vm: pd.DataFrame, host: pd.DataFrame, ids: list[int] | None = None,
+                          scenario: dict | None = None) -> go.Figure:
     """Horizontal bars per shown VM: mean %USED against mean entitlement and mean demand.
 
     Entitlement and demand (MHz) are converted to esxtop's scale, percent of one physical
-    core: ``100 * MHz / core_mhz`` with ``core_mhz = capacity_mhz / pcpus``.
+    core: ``100 * MHz / core_mhz`` (:func:`core_mhz`).
 
     Parameters
     ----------
@@ -335,13 +345,15 @@ def vm_entitlement_figure(vm: pd.DataFrame, host: pd.DataFrame, ids: list[int] |
         The ``host`` table (for the core speed).
     ids : list of int, optional
         The ``vm_id`` to draw, top to bottom; default :func:`top_vms` by ``%RDY``.
+    scenario : dict, optional
+        The run's normalized scenario (the manifest's ``scenario``), for the core speed.
 
     Returns
     -------
     plotly.graph_objects.Figure
     """
     ids = top_vms(vm) if ids is None else ids
-    core = core_mhz(host)
+    core = core_mhz(host, scenario)
     names, used, ent, dem = [], [], [], []
     for i in ids:
         g = vm[vm["vm_id"] == i]

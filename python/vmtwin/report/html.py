@@ -330,7 +330,7 @@ def render_report(
         figures.vm_counter_figure(vm, "%RDY", "%RDY per VM", shown),
         figures.vcpu_ready_figure(vcpu),
         figures.vm_limit_figure(vm),
-        figures.vm_entitlement_figure(vm, host, shown),
+        figures.vm_entitlement_figure(vm, host, shown, manifest.get("scenario")),
         figures.pool_figure(usage, pool_order, {str(r["pool"]): float(r["limit_mhz"])
                                                 for r in pools.to_dict("records") if not math.isnan(r["limit_mhz"])}),
     ]
