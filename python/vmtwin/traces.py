@@ -26,6 +26,7 @@ from __future__ import annotations
 import io
 import math
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -161,6 +162,10 @@ def read_text_file(path: Path, what: str, max_bytes: int = 0) -> str:
         raise scenario_error(str(path), str(path), f"a readable UTF-8 {what} ({_why(exc)})") from None
 
 
+#: A PlanetLab file of bare integers of at most 3 digits, one per line, blank lines only at the end.
+_PLAIN_PERCENTS = re.compile(r"(?:[0-9]{1,3}\n)*[0-9]{1,3}\n*")
+
+
 def read_planetlab(path: str | Path) -> Trace:
     """Read one PlanetLab VM trace (one integer percent per line, 5-minute samples).
 
@@ -183,6 +188,12 @@ def read_planetlab(path: str | Path) -> Trace:
     p = checked_path(path, "PlanetLab trace file")
     text = read_text_file(p, "PlanetLab trace file")
     max_segments = _limits().MAX_TRACE_SEGMENTS
+    if _PLAIN_PERCENTS.fullmatch(text):
+        # the common file (bare integers, one per line): read at once; anything else, and any
+        # value or length out of bounds, takes the line-by-line path, which says what and where
+        pcts = list(map(int, text.split()))
+        if max(pcts) <= 100 and len(pcts) <= max_segments:
+            return Trace([PLANETLAB_SAMPLE_NS] * len(pcts), [pct / 100.0 for pct in pcts], source=str(p))
     util: list[float] = []
     blank_at = 0  # first blank line seen; only trailing blank lines are harmless
     for lineno, line in enumerate(io.StringIO(text), start=1):  # not splitlines: one line at a time
