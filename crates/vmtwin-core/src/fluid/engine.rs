@@ -117,6 +117,9 @@ impl FluidSim {
             let name = serde_json::to_value(mode).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
             invalid!("cpu_scheduler.cosched_mode", name, "off in fluid mode (co-scheduling acts on bursts; use fidelity: event)");
         }
+        if spec.cpu_sched.cell_size != 0 {
+            invalid!("cpu_scheduler.cell_size", spec.cpu_sched.cell_size, "0 in fluid mode (cells confine bursts to pCPUs; use fidelity: event)");
+        }
         if spec.sample_interval_ns == 0 {
             invalid!("sample_interval", spec.sample_interval_ns, "a duration > 0");
         }
@@ -127,9 +130,6 @@ impl FluidSim {
         for (i, v) in spec.vms.iter().enumerate() {
             let path = format!("vms[{i}]");
             let pool = check_vm_entry(&path, v, &topo, &pools, &mut names)?;
-            if let WorkloadSpec::Barrier { .. } = v.workload {
-                invalid!(format!("{path}.workload.kind"), "barrier", "idle, cpu_bound or trace in fluid mode (a barrier acts on bursts; use fidelity: event)");
-            }
             if let WorkloadSpec::Barrier { .. } = v.workload {
                 invalid!(format!("{path}.workload.kind"), "barrier", "idle, cpu_bound or trace in fluid mode (a barrier acts on bursts; use fidelity: event)");
             }
