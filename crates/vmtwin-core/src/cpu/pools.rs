@@ -84,6 +84,23 @@ pub struct VmClaim {
     pub powered_on: bool,
 }
 
+impl VmClaim {
+    /// A VM's claim from its settings: `vcpus` of `core_mhz` each bound what it can use, its
+    /// limit (if any) lowers its ceiling but not its weight's.
+    pub fn of(shares: u32, reservation_mhz: u64, limit_mhz: Option<u64>, vcpus: u32, core_mhz: f64, demand_mhz: f64,
+              powered_on: bool) -> Self {
+        let cap_mhz = vcpus as f64 * core_mhz;
+        VmClaim {
+            shares,
+            reservation_mhz,
+            max_mhz: limit_mhz.map_or(cap_mhz, |l| cap_mhz.min(l as f64)),
+            cap_mhz,
+            demand_mhz,
+            powered_on,
+        }
+    }
+}
+
 /// All pools of a host.
 #[derive(Debug, Clone)]
 pub struct PoolTree {

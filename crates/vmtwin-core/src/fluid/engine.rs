@@ -382,15 +382,8 @@ impl FluidSim {
         }));
         claims.clear();
         claims.extend(self.vms.iter().zip(demand.iter()).map(|(v, &d)| {
-                let cap = v.vcpus as f64 * core;
-                VmClaim {
-                    shares: v.shares,
-                    reservation_mhz: v.reservation_mhz,
-                    max_mhz: v.limit_mhz.map_or(cap, |l| cap.min(l as f64)),
-                    cap_mhz: cap,
-                    demand_mhz: d * cap,
-                    powered_on: v.powered_on_at.is_some(),
-                }
+            let cap = v.vcpus as f64 * core;
+            VmClaim::of(v.shares, v.reservation_mhz, v.limit_mhz, v.vcpus, core, d * cap, v.powered_on_at.is_some())
         }));
         let ent = self.pools.entitlements_in(claims, self.capacity_mhz, room);
         for (((v, e), (&d, c)), &w) in self.vms.iter_mut().zip(ent).zip(demand.iter().zip(claims.iter())).zip(offered.iter()) {

@@ -516,15 +516,8 @@ impl Simulation {
         claims.clear();
         claims.extend(self.vms.iter().map(|v| {
             let vcpus = &self.sched.vcpus[v.first_vcpu as usize..(v.first_vcpu + v.vcpus) as usize];
-            let cap = v.vcpus as f64 * core;
-            VmClaim {
-                shares: v.shares,
-                reservation_mhz: v.reservation_mhz,
-                max_mhz: v.limit_mhz.map_or(cap, |l| cap.min(l as f64)),
-                cap_mhz: cap,
-                demand_mhz: vcpus.iter().map(|c| c.demand).sum::<f64>() * core,
-                powered_on: v.powered_on_at.is_some(),
-            }
+            let demand = vcpus.iter().map(|c| c.demand).sum::<f64>() * core;
+            VmClaim::of(v.shares, v.reservation_mhz, v.limit_mhz, v.vcpus, core, demand, v.powered_on_at.is_some())
         }));
         let ent = self.pools.entitlements(&claims, self.topo.capacity_mhz() as f64);
         shares.clear();
