@@ -61,10 +61,9 @@ def _joined(results) -> tuple[dict[str, pa.Table], list[dict]]:
     return {n: pa.concat_tables(ts).combine_chunks() for n, ts in tables.items()}, facts
 
 
-def _same_as_one_by_one(plan, rtol: float = 0.0) -> None:
+def _same_as_one_by_one(plan) -> None:
     """The batch's tables and facts equal those of one ``Simulation`` per host (event-mode path
-    of the runner, which builds each host as a one-host run); float columns within ``rtol`` when
-    it is not 0."""
+    of the runner, which builds each host as a one-host run), bit for bit."""
     batch, bfacts = _joined(runner._fluid_results(plan.hosts, 2, None))
     jobs = [(h.name, h.spec) for h in plan.hosts]
     alone, afacts = _joined(runner._one_by_one(plan.hosts, runner._results(jobs, 1, None)))
@@ -72,24 +71,13 @@ def _same_as_one_by_one(plan, rtol: float = 0.0) -> None:
     for name in batch:
         assert batch[name].schema == alone[name].schema, name
         assert batch[name].num_rows == alone[name].num_rows > 0, name
-        if rtol == 0.0:
-            assert batch[name].to_pandas().equals(alone[name].to_pandas()), name  # NaN equals NaN here
-        else:
-            import pandas.testing as pdt
-
-            pdt.assert_frame_equal(batch[name].to_pandas(), alone[name].to_pandas(), check_exact=False, rtol=rtol, atol=0)
+        assert batch[name].to_pandas().equals(alone[name].to_pandas()), name  # NaN equals NaN here
     assert len(bfacts) == len(afacts) == len(plan.hosts)
     for b, a in zip(bfacts, afacts):
         for key in runner._HOST_FACTS:
             if key != "wall_time_s":
                 assert b[key] == a[key], (b["host"], key)
-    if rtol == 0.0:
-        assert bfacts[0]["params"] == afacts[0]["params"]
-    else:
-        b, a = bfacts[0]["params"], afacts[0]["params"]
-        for pb, pa_ in zip(b["vms"], a["vms"]):
-            assert pb["workload"].pop("utilization") == pytest.approx(pa_["workload"].pop("utilization"), rel=rtol)
-        assert b == a
+    assert bfacts[0]["params"] == afacts[0]["params"]
 
 
 def test_batch_rows_are_each_host_run_on_its_own(monkeypatch):
@@ -191,10 +179,9 @@ def _trace_cluster(cluster: dict) -> str:
 def test_trace_clusters_batch_equals_one_by_one():
     """Traces reach the batch as arrays beside the JSON (``runner._apart``), not in it. PlanetLab
     VMs on overcommitted hosts (READY from the traces' own peaks) give byte for byte the rows of
-    one-host runs that read them as JSON. Bitbrains' utilisations are 17-digit ratios, which
-    serde_json's fast float parser (the one-host path) can read 1 ulp away from the value Python
-    holds and the batch passes exactly: the same rows to 1e-12, power-ons at the tasks'
-    submission times included."""
+    one-host runs that read them as JSON. So do Bitbrains' utilisations, 17-digit ratios, with
+    power-ons at the tasks' submission times: the engine parses JSON floats exactly
+    (serde_json's float_roundtrip), as Python reads them."""
     pl = _trace_cluster({"name": "pl", "placement": "first_fit", "max_vcpus_per_pcpu": 4.0,
                          "hosts": [{"name": "p", "cores_per_llc": 1, "core_mhz": "1000MHz", "count": 3}],
                          "trace_vms": [{"name": "vm", "format": "planetlab", "path": str(DATA / "planetlab" / "20110303"),
@@ -210,7 +197,7 @@ def test_trace_clusters_batch_equals_one_by_one():
                                         "path": str(DATA / "bitbrains-small" / "tasks-fragments")}]})
     plan = plan_cluster(parse_scenario(bb))
     assert sum(len(runner._apart(h.spec)[1]) for h in plan.hosts) == 5
-    _same_as_one_by_one(plan, rtol=1e-12)
+    _same_as_one_by_one(plan)
 
 
 def test_traces_apart_are_checked():
