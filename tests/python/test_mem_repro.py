@@ -1,4 +1,4 @@
-"""mem8-repro's reproductions (research/memory.md B.3, B.5, B.9) against independent oracles:
+"""mem8-repro's reproductions (research/memory.md B.3, B.4, B.5, B.9) against independent oracles:
 the sampler's averages against the EWMA recursions and the binomial sample they are built from,
 working-set phases against the pmap's exact touched count, the sharing scan's CPU charge against
 its closed form, and the overcommitment factor against Eq. 1 over random hosts."""
@@ -215,3 +215,77 @@ def test_the_system_wide_scan_rate_caps_what_each_vm_is_charged():
     with pytest.raises(ScenarioError) as e:
         parse_scenario({**sc, "memory": {"share_scan_host_rate": -1}})
     assert "share_scan_host_rate" in str(e.value)
+
+
+# --------------------------------------------------------------------------------------------
+# B.4: production sharing
+# --------------------------------------------------------------------------------------------
+
+
+def _brute_force_expected(n, apps, zero_mb, os_mb, app_mb):
+    """Independent count: list every VM's non-private contents (zero, the row's OS image, its
+    application's image) and add up the pages whose content more than one page holds."""
+    from collections import Counter
+
+    counts = Counter({"zero": n})
+    for i in range(n):
+        counts["os"] += 1
+        counts[f"app{i % apps}"] += 1
+    mb = {"zero": zero_mb, "os": os_mb}
+    shared = reclaimed = 0.0
+    for content, k in counts.items():
+        size = mb.get(content, app_mb)
+        if content == "zero":
+            # zero pages are duplicates of one another inside a VM too
+            shared += k * size
+            reclaimed += k * size - rm.PAGE_MB
+        elif k >= 2:
+            shared += k * size
+            reclaimed += (k - 1) * size
+    return shared, reclaimed
+
+
+@given(st.integers(1, 12), st.integers(1, 8), st.floats(0.5, 20), st.floats(0, 60), st.floats(0, 60))
+def test_production_expectation_matches_a_brute_force_count(n, apps, z, o, a):
+    got = rm.production_expected(n, apps, z, o, a)
+    shared, reclaimed = _brute_force_expected(n, apps, z, o, a)
+    assert got["SHRD"] == pytest.approx(shared, abs=1e-9)
+    assert got["SHRDSVD"] == pytest.approx(reclaimed, abs=1e-9)
+
+
+def test_the_calibration_gives_the_calibration_row():
+    _, n, _, shared, reclaimed, zero = rm.PRODUCTION[rm.PRODUCTION_CALIBRATION]
+    z, o, a = rm.production_calibration()
+    assert min(z, o, a) > 0
+    shared_bf, reclaimed_bf = _brute_force_expected(n, rm.PRODUCTION_APPS[rm.PRODUCTION_CALIBRATION], z, o, a)
+    assert (shared_bf, reclaimed_bf, n * z - rm.PAGE_MB) == pytest.approx((shared, reclaimed, zero))
+
+
+def test_a_full_scan_of_a_deployment_finds_what_its_contents_imply():
+    """The engine's sharing over workload C's VMs (scanned at random, at a rate) against the
+    closed form; the zero pages are drawn per page, so their count is binomial."""
+    w = "C"
+    _, n, total, *_ = rm.PRODUCTION[w]
+    z, o, a = rm.production_calibration()
+    want = rm.production_expected(n, rm.PRODUCTION_APPS[w], z, o, a)
+    got = rm.production_at(w)
+    assert got["MEMSZ"] == pytest.approx(total, abs=0.01)
+    rest_pages = (total - n * (o + a)) / rm.PAGE_MB
+    p = n * z / (total - n * (o + a))
+    sd_mb = math.sqrt(rest_pages * p * (1 - p)) * rm.PAGE_MB
+    for key in ("SHRD", "SHRDSVD", "ZERO"):
+        assert abs(got[key] - want[key]) < 4 * sd_mb + 2 * rm.PAGE_MB, (key, got[key], want[key], sd_mb)
+    # the images are shared in whole: what is not zero-page sharing is exactly them
+    assert got["SHRD"] - got["ZERO"] == pytest.approx(want["SHRD"] - want["ZERO"], abs=2 * n * rm.PAGE_MB)
+
+
+def test_production_rows_say_which_calibrate_and_which_predict():
+    rows = rm.production()
+    assert {r.experiment for r in rows} == {"mem-sharing-production"}
+    assert all(r.source == "published" for r in rows)
+    for r in rows:
+        role = "calibration" if r.series == rm.PRODUCTION_CALIBRATION else "prediction"
+        assert role in r.metric and role in r.note
+    cal = [r for r in rows if r.series == rm.PRODUCTION_CALIBRATION]
+    assert len(cal) == 3 and all(r.verdict == "PASS" for r in cal)
+    assert len(rows) == 8  # A's zero-page MB is not printed

@@ -32,6 +32,8 @@ ALL_IDS += ["cpu-multicore-lb", "cpu-extended-fairness", "cpu-esx4-vs-esx35", "c
 ALL_IDS += ["mem-idle-tax", "mem-sharing-homogeneous", "mem-microbench"]
 # the 2002 paper's B.3, B.5, B.7 and the 2013 paper's factors (tested in tests/python/test_mem_repro.py)
 ALL_IDS += ["mem-sharing-overhead", "mem-sampling", "mem-overcommit", "mem-reallocation"]
+# the 2002 paper's B.4 (tested in tests/python/test_mem_repro.py)
+ALL_IDS += ["mem-sharing-production"]
 # issue 8: application workloads, B.1, B.11, B.12 (tested in tests/python/test_mem_apps.py)
 ALL_IDS += ["mem-dbench-balloon", "mem-dvdstore", "mem-vdi"]
 ROW_KEYS = {"experiment", "metric", "published", "simulated", "tolerance", "verdict", "source", "note"}
