@@ -6,7 +6,7 @@
 //! `cargo run --release --example fluid_hosts -- SPECS.json [THREADS] [HOSTS_PER_CALL]`
 
 use std::time::Instant;
-use vmtwin_core::fluid::run_hosts_with;
+use vmtwin_core::fluid::Batch;
 use vmtwin_core::spec::SimSpec;
 
 fn main() {
@@ -18,7 +18,7 @@ fn main() {
     let start = Instant::now();
     let (mut rows, mut bytes) = (0, 0);
     for chunk in specs.chunks(per_call) {
-        let batch = run_hosts_with(chunk.to_vec(), threads, |text: String| SimSpec::from_json(&text)).map_err(|(i, e)| format!("host {i}: {e}")).expect("runs");
+        let batch = Batch::prepare(chunk.to_vec(), threads, |text: String| SimSpec::from_json(&text)).map_err(|(i, e)| format!("host {i}: {e}")).expect("builds");
         let sizes = batch.column_bytes();
         let mut buffer = vec![0u8; sizes.iter().flatten().sum()];
         let mut rest = buffer.as_mut_slice();
@@ -34,8 +34,8 @@ fn main() {
                     .collect()
             })
             .collect();
-        batch.write_columns(outs, threads);
-        rows += (0..sizes.len()).map(|k| batch.rows(k)).sum::<usize>();
+        let ran = batch.run_into(outs, threads).map_err(|(i, e)| format!("host {i}: {e}")).expect("runs");
+        rows += ran.rows.iter().sum::<usize>();
         bytes += buffer.len();
     }
     println!("{} hosts, {rows} rows, {:.1} MB of columns in {:.3} s", specs.len(), bytes as f64 / 1e6, start.elapsed().as_secs_f64());

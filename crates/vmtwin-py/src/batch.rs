@@ -1,19 +1,23 @@
-//! `vmtwin._core.run_fluid_hosts`: many fluid hosts in one call (`vmtwin_core::fluid::run_hosts`),
+//! `vmtwin._core.run_fluid_hosts`: many fluid hosts in one call (`vmtwin_core::fluid::Batch`),
 //! for the cluster runner. Thin: JSON specs in, the joined tables as raw columns out.
 //!
-//! The columns of a batch (about 55 MB for 256 PlanetLab hosts) go into one `bytes` object,
-//! allocated without zeroing and asked for transparent huge pages, and written on the threads
-//! without the GIL; each column is a `memoryview` slice of it. Zeroed `bytes` per column cost
-//! more than the simulation: a page fault and a clear per 4 KB, then the copy.
+//! The hosts are built (`Batch::prepare`), then one `bytes` object is allocated for all the
+//! columns (about 55 MB for 256 PlanetLab hosts) without zeroing and asked for transparent huge
+//! pages, and the hosts run writing their rows straight into it (`Batch::run_into`), on the
+//! threads without the GIL; each column is a `memoryview` slice of it. Zeroed `bytes` per column
+//! cost more than the simulation: a page fault and a clear per 4 KB, then the copy.
 
 use crate::error::PyVmtwinErr;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyMemoryView, PySlice};
-use vmtwin_core::fluid::{run_hosts_with, set_traces, VmTrace};
+use vmtwin_core::fluid::{set_traces, Batch, VmTrace};
 use vmtwin_core::spec::SimSpec;
 
 /// Columns start at multiples of this many bytes in the batch's buffer (Arrow's alignment).
 const COLUMN_ALIGN: usize = 64;
+
+/// Bytes of a transparent huge page (x86-64, aarch64 with 4 KB pages).
+const HUGE_PAGE: usize = 2 << 20;
 
 /// Run every host of `specs` (one engine spec as JSON text each, `fidelity: fluid`) on
 /// `threads` threads, without the GIL. Returns `(tables, hosts, first_params)`: `tables` as
@@ -44,24 +48,29 @@ pub fn run_fluid_hosts<'py>(
         Some(t) => return Err(pyo3::exceptions::PyValueError::new_err(format!("traces: {} hosts for {} specs", t.len(), specs.len()))),
     };
     let items: Vec<(String, Vec<VmTrace>)> = specs.into_iter().zip(traces.drain(..)).collect();
-    let outcome = py.allow_threads(|| {
+    let host_error = |py: Python<'py>, (i, e)| -> PyErr {
+        let err: PyErr = PyVmtwinErr(e).into();
+        match err.value(py).setattr("host_index", i) {
+            Ok(()) => err,
+            Err(set) => set,
+        }
+    };
+    let prepared = py.allow_threads(|| {
         std::panic::catch_unwind(|| {
-            run_hosts_with(items, threads, |(text, traces): (String, Vec<VmTrace>)| {
+            Batch::prepare(items, threads, |(text, traces): (String, Vec<VmTrace>)| {
                 let mut spec = SimSpec::from_json(&text)?;
                 set_traces(&mut spec, traces)?;
                 Ok(spec)
             })
         })
     });
-    let batch = match outcome {
+    let batch = match prepared {
         Ok(Ok(b)) => b,
-        Ok(Err((i, e))) => {
-            let err: PyErr = PyVmtwinErr(e).into();
-            err.value(py).setattr("host_index", i)?;
-            return Err(err);
-        }
+        Ok(Err(e)) => return Err(host_error(py, e)),
         Err(_) => return Err(internal()),
     };
+    let schema = batch.schema.clone();
+    let first_params = batch.first_params.clone();
     let sizes = batch.column_bytes();
     let mut at = Vec::with_capacity(sizes.len());
     let mut total = 0;
@@ -73,12 +82,17 @@ pub fn run_fluid_hosts<'py>(
         }
         at.push(starts);
     }
-    let buffer = uninit_bytes(py, total)?;
-    // SAFETY: `buffer` is a new bytes object of `total` bytes that nothing else refers to yet;
-    // its bytes are written once here (disjoint column slices) before any Python code sees it.
-    let base = unsafe { pyo3::ffi::PyBytes_AsString(buffer.as_ptr()) } as usize;
-    advise_huge_pages(base, total);
-    let written = py.allow_threads(|| {
+    // the columns start at a huge-page boundary inside the buffer and fill whole huge pages
+    // (the padding is never touched, so it costs address space only): the unaligned head and
+    // tail of a buffer were faulted in 4 KB pages, a few hundred faults per call
+    let buffer = uninit_bytes(py, total + 2 * HUGE_PAGE)?;
+    // SAFETY: `buffer` is a new bytes object that nothing else refers to yet; its bytes are
+    // written here (disjoint column slices) before any Python code sees it.
+    let data = unsafe { pyo3::ffi::PyBytes_AsString(buffer.as_ptr()) } as usize;
+    let base = data.next_multiple_of(HUGE_PAGE);
+    advise_huge_pages(base, total.next_multiple_of(HUGE_PAGE));
+    let skip = base - data;
+    let ran = py.allow_threads(|| {
         let outs: Vec<Vec<&mut [u8]>> = sizes
             .iter()
             .zip(&at)
@@ -88,26 +102,29 @@ pub fn run_fluid_hosts<'py>(
                 cols.iter().zip(starts).map(|(n, s)| unsafe { std::slice::from_raw_parts_mut((base + s) as *mut u8, *n) }).collect()
             })
             .collect();
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| batch.write_columns(outs, threads)))
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| batch.run_into(outs, threads)))
     });
-    if written.is_err() {
-        return Err(internal());
-    }
+    let ran = match ran {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => return Err(host_error(py, e)),
+        Err(_) => return Err(internal()),
+    };
     let view = PyMemoryView::from(buffer.as_any())?;
     let tables = PyDict::new(py);
-    for (k, (name, columns)) in batch.schema.iter().enumerate() {
+    for (k, (name, columns)) in schema.iter().enumerate() {
         let cols = PyDict::new(py);
         for (c, (col, dtype)) in columns.iter().enumerate() {
-            let (s, n) = (at[k][c] as isize, sizes[k][c] as isize);
+            // the rows written: a host refused a power-on writes fewer than the bound
+            let (s, n) = ((skip + at[k][c]) as isize, (ran.rows[k] * if *dtype == "u32" { 4 } else { 8 }) as isize);
             cols.set_item(*col, (*dtype, view.get_item(PySlice::new(py, s, s + n, 1))?))?;
         }
         tables.set_item(*name, cols)?;
     }
     let hosts = PyList::empty(py);
-    for h in &batch.hosts {
+    for h in &ran.hosts {
         hosts.append((h.pieces, h.wall_s, h.log.clone()))?;
     }
-    Ok((tables, hosts, batch.first_params))
+    Ok((tables, hosts, first_params))
 }
 
 /// The little-endian 8-byte words of `bytes`.
@@ -136,7 +153,7 @@ fn uninit_bytes(py: Python<'_>, n: usize) -> PyResult<Bound<'_, PyBytes>> {
 fn advise_huge_pages(base: usize, n: usize) {
     #[cfg(target_os = "linux")]
     {
-        const HUGE: usize = 2 << 20;
+        const HUGE: usize = HUGE_PAGE;
         const MADV_HUGEPAGE: i32 = 14;
         extern "C" {
             fn madvise(addr: *mut std::ffi::c_void, len: usize, advice: i32) -> i32;

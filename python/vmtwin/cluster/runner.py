@@ -11,9 +11,9 @@ hosts' order and are streamed into one results folder with a ``host`` column (an
 numbering the cluster's VMs host after host), so the folder is byte-identical whatever the
 number of workers. In fluid mode a host is far cheaper to simulate than to hand to a process
 and convert on its own, so the hosts go to the engine :data:`FLUID_BATCH_HOSTS` at a time
-(``vmtwin._core.run_fluid_hosts``, ``vmtwin_core::fluid::run_hosts``: the same one-host engine
-per host, on ``workers`` threads, the tables joined there with a host index): the same rows,
-tables and folder as running the hosts one by one.
+(``vmtwin._core.run_fluid_hosts``, ``vmtwin_core::fluid::Batch``: the same one-host engine
+per host, on ``workers`` threads, each host writing its rows straight into one output buffer
+with a host index): the same rows, tables and folder as running the hosts one by one.
 
 The folder holds the usual tables (``host``, ``vm``, ``vcpu``, ``pcpu``; rows host by host, in
 the clusters' order, each host's rows in time order), ``placement`` (one row per VM: cluster,

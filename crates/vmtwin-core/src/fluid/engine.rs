@@ -1,7 +1,7 @@
 //! The fluid host: its VMs, the piece-by-piece advance and the sampled tables (see `mod.rs`).
 
 use super::cursor::Cursor;
-use super::rows::{f, Cell, Kind, Layout};
+use super::rows::{f, Cell, Kind, Layout, OutColumn, TableOut};
 use super::split::{split, Loop};
 use crate::cpu::{check_vm_cpu, CoschedMode, PoolScratch, PoolTree, SchedStats, VcpuState, VmClaim, STATES};
 use crate::simulation::check_vm_entry;
@@ -102,7 +102,15 @@ impl FluidSim {
     }
 
     /// [`FluidSim::new`], asking `keep_going()` every 16 admissions whether to go on.
-    pub fn new_interruptible(mut spec: SimSpec, keep_going: &mut dyn FnMut() -> bool) -> VmtwinResult<Self> {
+    pub fn new_interruptible(spec: SimSpec, keep_going: &mut dyn FnMut() -> bool) -> VmtwinResult<Self> {
+        let mut sim = Self::build(spec, keep_going)?;
+        sim.reserve_rows();
+        Ok(sim)
+    }
+
+    /// [`FluidSim::new_interruptible`] without room reserved for the sampled rows: a batch
+    /// builds all its hosts first and lends each one a thread's row buffers when it runs.
+    pub(super) fn build(mut spec: SimSpec, keep_going: &mut dyn FnMut() -> bool) -> VmtwinResult<Self> {
         spec.cpu_sched.validate()?;
         // the VMs, which fluid mode models, are left out of the look: serializing their traces
         // costs a small host more than its run
@@ -186,13 +194,6 @@ impl FluidSim {
             pcpu_table: schema.pcpu,
             spec,
         };
-        let samples = (sim.spec.duration_ns / sim.spec.sample_interval_ns).min(RESERVED_SAMPLES) as usize;
-        let rows = |per_sample: usize| (samples * per_sample).min(FLUSH_ROWS + per_sample);
-        let s = &mut sim.scratch;
-        s.host_rows.reserve(rows(1));
-        s.vm_rows.reserve(rows(sim.vms.len()));
-        s.vcpu_rows.reserve(rows(sim.vcpus));
-        s.pcpu_rows.reserve(rows(sim.pcpus as usize));
         for vm in 0..sim.vms.len() {
             if vm % 16 == 0 && !keep_going() {
                 return Err(VmtwinError::Simulation(format!("interrupted while powering on VMs ({vm} of {})", sim.vms.len())));
@@ -202,6 +203,63 @@ impl FluidSim {
             }
         }
         Ok(sim)
+    }
+
+    /// Reserve the row buffers' room for the run (the whole run when shorter than
+    /// [`RESERVED_SAMPLES`], at most [`FLUSH_ROWS`]): one allocation instead of doubling as
+    /// rows arrive; nothing when they have it already.
+    fn reserve_rows(&mut self) {
+        let samples = (self.spec.duration_ns / self.spec.sample_interval_ns).min(RESERVED_SAMPLES) as usize;
+        let rows = |per_sample: usize| (samples * per_sample).min(FLUSH_ROWS + per_sample);
+        let (vms, vcpus, pcpus) = (self.vms.len(), self.vcpus, self.pcpus as usize);
+        let s = &mut self.scratch;
+        s.host_rows.reserve(rows(1));
+        s.vm_rows.reserve(rows(vms));
+        s.vcpu_rows.reserve(rows(vcpus));
+        s.pcpu_rows.reserve(rows(pcpus));
+    }
+
+    /// The most rows a run to the spec's duration can sample into each table (`host`, `vm`,
+    /// `vcpu`, `pcpu`, as [`FluidSim::drain_tables`]), from the spec alone: a sample every
+    /// `sample_interval` up to the duration, a `vm` row (and its vCPUs' rows) at every sample
+    /// after the VM's power-on. A scheduled power-on that admission control refuses samples
+    /// no rows, so the run may write fewer.
+    pub(super) fn row_bounds(&self) -> [usize; 4] {
+        let interval = self.spec.sample_interval_ns;
+        let samples = self.spec.duration_ns / interval;
+        let (mut vm, mut vcpu) = (0, 0);
+        for v in &self.spec.vms {
+            // a VM on at p is in the samples at k x interval > p
+            let k = samples.saturating_sub(v.power_on_ns / interval) as usize;
+            vm += k;
+            vcpu += k * v.vcpus as usize;
+        }
+        let samples = samples as usize;
+        [samples, vm, vcpu, samples * self.pcpus as usize]
+    }
+
+    /// The columns of a batch's output for each of this host's tables (their order in
+    /// [`FluidSim::drain_tables`]), with the batch's `host` column.
+    pub(super) fn out_columns(&self) -> Vec<(&'static str, Vec<OutColumn>)> {
+        let l = &self.layouts;
+        vec![
+            ("host", l.host.out_columns(&self.host)),
+            ("vm", l.vm.out_columns(&self.vm_table)),
+            ("vcpu", l.vcpu.out_columns(&self.vcpu_table)),
+            ("pcpu", l.pcpu.out_columns(&self.pcpu_table)),
+        ]
+    }
+
+    /// Run to the spec's duration with the sampled rows written into `out` (one [`TableOut`]
+    /// per table, in [`FluidSim::out_columns`]' order) instead of this host's tables, using
+    /// `rows` (a thread's, reused host after host) as the row buffers.
+    pub(super) fn run_into(&mut self, out: &mut [TableOut<'_>; 4], rows: &mut RowBuffers) -> VmtwinResult<()> {
+        std::mem::swap(&mut self.scratch, &mut rows.0);
+        self.reserve_rows();
+        let done = self.run_pieces(self.spec.duration_ns, u64::MAX, &mut |_| true, Some(out));
+        self.flush_into(Some(out));
+        std::mem::swap(&mut self.scratch, &mut rows.0);
+        done.map(|_| ())
     }
 
     /// The spec this simulation was built from.
@@ -309,13 +367,14 @@ impl FluidSim {
     /// Advance to `until` (samples due at `until` included), at most `max_pieces` pieces;
     /// `progress(now)` after every sample, false stops early. True when `until` was reached.
     pub fn run_until_bounded(&mut self, until: Time, max_pieces: u64, progress: &mut dyn FnMut(Time) -> bool) -> VmtwinResult<bool> {
-        let done = self.run_pieces(until, max_pieces, progress);
+        let done = self.run_pieces(until, max_pieces, progress, None);
         self.flush();
         done
     }
 
-    /// [`FluidSim::run_until_bounded`] with the sampled rows left in the row buffers.
-    fn run_pieces(&mut self, until: Time, max_pieces: u64, progress: &mut dyn FnMut(Time) -> bool) -> VmtwinResult<bool> {
+    /// [`FluidSim::run_until_bounded`] with the last sampled rows left in the row buffers; full
+    /// buffers are moved into `out` when given, else into the tables.
+    fn run_pieces(&mut self, until: Time, max_pieces: u64, progress: &mut dyn FnMut(Time) -> bool, mut out: Option<&mut [TableOut<'_>; 4]>) -> VmtwinResult<bool> {
         if until < self.now {
             return Err(VmtwinError::Simulation(format!("cannot run back to {until} ns: the clock is at {} ns", self.now)));
         }
@@ -341,6 +400,10 @@ impl FluidSim {
             }
             if self.next_sample == self.now {
                 self.sample();
+                let s = &self.scratch;
+                if s.vcpu_rows.len() + s.pcpu_rows.len() >= FLUSH_ROWS {
+                    self.flush_into(out.as_deref_mut());
+                }
                 self.next_sample += self.spec.sample_interval_ns;
                 if !progress(self.now) {
                     return Ok(false);
@@ -468,18 +531,27 @@ impl FluidSim {
         host_rows.push(host);
         pcpu_rows.extend((0..self.pcpus as u64).map(|pc| [t, pc, util, util, util]));
         self.last_sample = now;
-        if vcpu_rows.len() + pcpu_rows.len() >= FLUSH_ROWS {
-            self.flush();
-        }
     }
 
     /// Move the buffered rows into the tables, column by column.
     fn flush(&mut self) {
+        self.flush_into(None);
+    }
+
+    /// Move the buffered rows into `out` when given, else into the tables, column by column.
+    fn flush_into(&mut self, out: Option<&mut [TableOut<'_>; 4]>) {
         let Scratch { host_rows, vm_rows, vcpu_rows, pcpu_rows, .. } = &mut self.scratch;
-        self.layouts.host.append(&mut self.host, host_rows);
-        self.layouts.vm.append(&mut self.vm_table, vm_rows);
-        self.layouts.vcpu.append(&mut self.vcpu_table, vcpu_rows);
-        self.layouts.pcpu.append(&mut self.pcpu_table, pcpu_rows);
+        if let Some([host, vm, vcpu, pcpu]) = out {
+            host.write(host_rows);
+            vm.write(vm_rows);
+            vcpu.write(vcpu_rows);
+            pcpu.write(pcpu_rows);
+        } else {
+            self.layouts.host.append(&mut self.host, host_rows);
+            self.layouts.vm.append(&mut self.vm_table, vm_rows);
+            self.layouts.vcpu.append(&mut self.vcpu_table, vcpu_rows);
+            self.layouts.pcpu.append(&mut self.pcpu_table, pcpu_rows);
+        }
         host_rows.clear();
         vm_rows.clear();
         vcpu_rows.clear();
@@ -490,6 +562,11 @@ impl FluidSim {
 /// Rows buffered before they are moved into the tables: a host of a few VMs samples a couple
 /// of rows at a time, too few to pay for a pass over every column each sample.
 const FLUSH_ROWS: usize = 1 << 14;
+
+/// A thread's row buffers, lent to each host a batch runs on it ([`FluidSim::run_into`]), so
+/// they are allocated once per thread instead of once per host.
+#[derive(Debug, Default)]
+pub(super) struct RowBuffers(Scratch);
 
 /// Room reused from piece to piece and sample to sample, and the rows sampled but not yet in
 /// the tables (moved there by `flush` when there are [`FLUSH_ROWS`] or a run stops).

@@ -66,6 +66,6 @@ mod engine;
 mod rows;
 mod split;
 
-pub use batch::{run_hosts, run_hosts_with, set_traces, Batch, HostFacts, VmTrace, HOST_INDEX};
+pub use batch::{run_hosts, set_traces, Batch, HostFacts, Joined, Ran, VmTrace, HOST_INDEX};
 pub use engine::FluidSim;
 pub use split::{split, Fractions, Loop};
