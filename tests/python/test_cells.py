@@ -80,3 +80,43 @@ def test_bad_cell_fields_name_their_path():
     with pytest.raises(ScenarioError) as e:
         parse_scenario(THREE_3.replace("CELL", "-1"))
     assert "cpu_scheduler.cell_size" in str(e.value)
+
+
+LOCKED = """
+name: lock
+duration: 10s
+host: {name: h, cores_per_llc: 2, core_mhz: 2000MHz}
+perf: {sched_lock_hold: HOLD}
+cpu_scheduler: {cell_size: CELL}
+vms:
+  - {name: a, vcpus: 1, workload: {type: cpu_bound, duty: 0.5, burst: 1ms, burst_distribution: fixed}, perf: {preset: kernel-compile}}
+  - {name: b, vcpus: 1, workload: {type: cpu_bound, duty: 0.5, burst: 1ms, burst_distribution: fixed}, perf: {preset: kernel-compile}}
+"""
+
+
+def _locked(cell: int, hold: str):
+    sim = Simulation(parse_scenario(LOCKED.replace("CELL", str(cell)).replace("HOLD", hold)))
+    sim.run()
+    return sim.tables()["vcpu_perf"].to_pandas()
+
+
+def test_the_cell_lock_waits_as_md1_by_hand():
+    """Two 1-vCPU VMs, each running 1 ms then thinking 1 ms (fixed), on a 2-pCPU cell: each keeps
+    its own pCPU, so each pCPU starts 500 slices a second. An invocation waits behind the other
+    pCPU's: rho = 500/s x 100 us = 0.05, W = rho h / (2 (1 - rho)) = 2.6316 us (M/D/1), and a vCPU
+    waits 1000 x W = 2.6316 ms per 2 s sample, 5.263e6 cycles at 2 GHz, which its work loses.
+    Without cells (ESX 4's per-pCPU lock) or with no hold, nothing waits."""
+    cell = _locked(2, "100us")
+    wait = 1000 * 0.05 * 100e-6 / (2 * 0.95)
+    assert cell["lock_wait_cycles"].to_list() == pytest.approx([wait * 2e9] * len(cell), rel=1e-9)
+    free = _locked(0, "100us")
+    assert (free["lock_wait_cycles"] == 0).all()
+    assert (_locked(2, "0ns")["lock_wait_cycles"] == 0).all()
+    # the cycles waited retire nothing: work falls by the waited share of the run time
+    lost = 1 - cell["work_units"].sum() / free["work_units"].sum()
+    assert lost == pytest.approx(wait / 1.0, rel=1e-6)
+
+
+def test_a_negative_lock_hold_is_refused():
+    with pytest.raises(Exception, match="sched_lock_hold"):
+        parse_scenario(LOCKED.replace("CELL", "2").replace("HOLD", "-1us"))

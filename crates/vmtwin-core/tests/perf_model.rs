@@ -74,16 +74,19 @@ proptest! {
     fn every_run_cycle_is_accounted_for(
         run_ns in 0u64..5_000_000_000, moves in 0u32..40, cross in 0u32..5, node in 0u32..3,
         sibling in 0.0f64..=1.0, remote in 0.0f64..=1.0, corunners in 0.0f64..8.0, debt in 0.0f64..1e8,
-        virtualized: bool, ws_mb in 1u64..64,
+        virtualized: bool, ws_mb in 1u64..64, lock in 0.0f64..2.0,
     ) {
         let p = profile(virtualized, ws_mb << 20);
+        // the cell lock's wait, from none to more than the run time (it is capped by it)
         let f = VcpuFacts { run_ns, moves_core: moves as f64, moves_llc: cross as f64, moves_node: node as f64,
-                            ht_busy_ns: sibling * run_ns as f64, remote_fraction: remote, llc_corunners: corunners };
+                            ht_busy_ns: sibling * run_ns as f64, remote_fraction: remote, llc_corunners: corunners,
+                            lock_wait_ns: lock * run_ns as f64 };
         let e = execute(&p, &PerfParams::default(), MHZ, &f, debt);
         let cycles = MHZ * run_ns as f64 / 1000.0;
         prop_assert!(close(e.total(|l| l.cycles), cycles), "{} vs {}", e.total(|l| l.cycles), cycles);
         // stalls and productive work add up too, and what is owed is never lost
-        prop_assert!(e.refill_cycles + e.ht_stall_cycles <= cycles * (1.0 + 1e-12));
+        prop_assert!(e.refill_cycles + e.ht_stall_cycles + e.lock_wait_cycles <= cycles * (1.0 + 1e-12));
+        prop_assert!(e.lock_wait_cycles >= 0.0);
         let (new, _) = vmtwin_core::perf::refill(&PerfParams::default(), p.working_set_bytes, MHZ, &f);
         prop_assert!(close(e.refill_cycles + e.debt_cycles, debt + new));
         // a penalty never buys more work than the same run without it

@@ -121,10 +121,12 @@ class PerfMachine(_Model):
     llc_miss_stall_cycles: Optional[NonNeg] = Field(None, description="Stall cycles per LLC miss to local memory.")
     remote_latency_ratio: Optional[Annotated[float, Strict(), Field(ge=1.0)]] = Field(None, description="Remote over local memory latency.")
     ht_core_gain: Optional[Prob] = Field(None, description="Extra core throughput with both hyperthreads busy.")
+    sched_lock_hold: Optional[Nanos] = Field(None, description="Time a scheduler invocation holds its lock (the "
+                                             "ESX 3.x cell lock), e.g. '3800ns'; '0ns' turns the cost off.")
 
     def to_engine(self) -> dict[str, Any]:
         names = {"llc": "llc_bytes", "l2": "l2_bytes", "line": "line_bytes", "llc_refill_line": "llc_refill_line_ns",
-                 "mem_refill_gb_per_s": "mem_refill_bytes_per_ns"}
+                 "mem_refill_gb_per_s": "mem_refill_bytes_per_ns", "sched_lock_hold": "sched_lock_hold_ns"}
         # attributes, not model_dump: the unit fields serialize back to their file form ("4MB")
         return {names.get(k, k): getattr(self, k) for k in type(self).model_fields if getattr(self, k) is not None}
 

@@ -27,6 +27,20 @@
 //!
 //! Off (`cell_size: 0`, the default) is ESX 4's per-pCPU scheduling: any vCPU on any pCPU.
 //!
+//! **The cell lock.** "Each cell is protected by a separate cell lock. Scheduler invocations from
+//! the processors in the same cell would mostly contend for the cell lock" [WP §2.3]; ESX 4 put a
+//! per-pCPU lock in its place ("the lock contention is significantly reduced", [WP §3.2]). The
+//! schedule is unchanged by it; its cost is scheduler time taken from the vCPUs' run time, in the
+//! execution-speed model (`perf/model.rs`). Each slice start on a pCPU follows one scheduler
+//! invocation holding its lock for `sched_lock_hold_ns` (`PerfParams`). A lock domain is a cell
+//! (with cells) or one pCPU (without). An invocation on pCPU `p` waits for those of the other
+//! `N - 1` pCPUs of its domain, arriving at `lambda` per second (Poisson, so M/D/1 [Kleinrock
+//! 1975, Pollaczek-Khinchine]): `W = rho h / (2 (1 - rho))`, `rho = lambda h`, at most
+//! `(N - 1) h` (every other pCPU ahead of it, [`lock_wait_ns`]). `p`'s own invocations never
+//! overlap, so a one-pCPU domain waits 0: ESX 4's per-pCPU lock costs nothing here, and the
+//! cost of cells grows with the cell's size (more pCPUs feed one lock) and with the rate of
+//! scheduler invocations (co-stops, preemptions, wake-ups).
+//!
 //! **vSMP consolidation** (`sched.cpu.vsmpConsolidate`, per VM, research/cpu.md A6.5, C24) and
 //! **inter-VM cache affinity** (A6.6, C25): a waking vCPU of such a VM first tries an idle pCPU in
 //! its *target LLC*, the LLC holding most of its siblings (consolidation) and of the vCPUs of
@@ -40,12 +54,15 @@
 //! (on) with `communicating_vms` (pairs of VM names; none), in [`super::CpuSchedParams`].
 //!
 //! # Counters
-//! `SchedStats::cell_moves` (VMs the cell balancer moved), `SchedStats::affinity_placements`
+//! the `vcpu_perf` table's `lock_wait_cycles` (the cell lock's wait), `SchedStats::cell_moves` (VMs the cell balancer moved), `SchedStats::affinity_placements`
 //! (wake-ups placed in their target LLC); the moves also count as migrations.
 //!
 //! # Known gaps
-//! - No cell lock: scheduler invocations in a cell are not serialised, so ESX 3.5's locking
-//!   overhead (part of its heavy-load loss, [WP §4.6]) is not modelled; the paper gives no cost.
+//! - The cell lock's cost is charged in the execution-speed model only (to VMs with a profile),
+//!   not as pCPU time in the schedule, and only slice starts count as invocations: a halt that
+//!   leaves its pCPU idle and a wake-up placed from another pCPU take the lock too. ESX 4's
+//!   per-VM lock (co-scheduling operations of one VM's vCPUs) is not modelled. The paper gives no
+//!   hold time; the default is the direct cost of a whole context switch (`PerfParams`).
 //! - Cells are refused on a host scheduled with hyperthreading (its whole-core moves and
 //!   compensation swaps do not know cells).
 //! - A VM with a vCPU co-stopped, or with run-queue entries a co-stop left behind, is not moved
@@ -115,6 +132,24 @@ pub fn choose_move(vms: &[CellVm], cells: usize, cell_pcpus: f64, imbalance: f64
         }
     }
     best.map(|(_, vm)| (vm, lo as u32))
+}
+
+/// Mean wait, in ns, of one scheduler invocation for its lock (the cell lock): the other
+/// `others` pCPUs of its lock domain invoke the scheduler `others_per_s` times a second between
+/// them, each holding the lock `hold_ns`. Poisson arrivals and a fixed hold give M/D/1's
+/// `rho h / (2 (1 - rho))` with `rho = others_per_s x hold`; a spinning pCPU can find at most the
+/// `others` ahead of it, so the wait is at most `others x hold_ns` (also when `rho >= 1`). 0 for a
+/// one-pCPU domain (ESX 4's per-pCPU lock) or a zero hold.
+pub fn lock_wait_ns(others_per_s: f64, hold_ns: f64, others: usize) -> f64 {
+    if others == 0 || !(hold_ns > 0.0) || !(others_per_s > 0.0) {
+        return 0.0;
+    }
+    let bound = others as f64 * hold_ns;
+    let rho = others_per_s * hold_ns * 1e-9;
+    if rho >= 1.0 {
+        return bound;
+    }
+    (rho * hold_ns / (2.0 * (1.0 - rho))).min(bound)
 }
 
 /// The LLC a vCPU of a consolidated or cache-affine VM should be placed in: the LLC holding most
@@ -194,6 +229,25 @@ mod tests {
         assert_eq!(choose_move(&vms, 2, 4.0, 0.1), None);
         // one busy VM alone in its cell: moving it only swaps the imbalance, no move
         assert_eq!(choose_move(&[vm(0, 4.0)], 2, 4.0, 0.1), None);
+    }
+
+    #[test]
+    fn the_lock_wait_is_md1_up_to_every_other_pcpu_ahead() {
+        // one pCPU per lock (ESX 4) or no hold: no wait
+        assert_eq!(lock_wait_ns(1e6, 3800.0, 0), 0.0);
+        assert_eq!(lock_wait_ns(1e3, 0.0, 3), 0.0);
+        // rho = 1e5/s x 2 us = 0.2: W = 0.2 x 2000 / (2 x 0.8) = 250 ns (M/D/1, by hand)
+        assert!((lock_wait_ns(1e5, 2000.0, 3) - 250.0).abs() < 1e-9);
+        // rho = 0.8: 0.8 x 2000 / 0.4 = 4000 ns, under the 3 x 2000 bound
+        assert!((lock_wait_ns(4e5, 2000.0, 3) - 4000.0).abs() < 1e-9);
+        // rho = 0.9 would give 9000 ns: capped at the 3 others ahead, 6000 ns; saturated likewise
+        assert_eq!(lock_wait_ns(4.5e5, 2000.0, 3), 6000.0);
+        assert_eq!(lock_wait_ns(1e7, 2000.0, 3), 6000.0);
+        // the wait grows with the rate and with the domain's size at a rate per pCPU
+        let per_pcpu = 2e4;
+        let w4 = lock_wait_ns(3.0 * per_pcpu, 3800.0, 3);
+        let w8 = lock_wait_ns(7.0 * per_pcpu, 3800.0, 7);
+        assert!(w8 > 2.0 * w4, "{w4} {w8}");
     }
 
     #[test]

@@ -21,7 +21,7 @@ mod pools;
 mod runqueue;
 mod sched;
 
-pub use cells::{cell_ranges, choose_move, least_loaded, target_llc, CellVm};
+pub use cells::{cell_ranges, choose_move, least_loaded, lock_wait_ns, target_llc, CellVm};
 pub use cosched::{
     blocked, gang_needs, lead_skew, may_run_together, next_block_in, next_laggard_in, CoschedMode, CumulativeSkew, Lead,
     SKEW_TICK_NS,

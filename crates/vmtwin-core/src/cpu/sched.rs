@@ -303,6 +303,9 @@ struct Pcpu {
     run_vm: u32,
     /// ns it has run vCPUs, up to the start of the current slice (esxtop's PCPU UTIL)
     busy_ns: u64,
+    /// slices started on it: each follows one scheduler invocation that took its lock (the
+    /// cell lock's contention in the execution-speed model, `cells.rs`)
+    dispatches: u64,
 }
 
 /// A CPU limit being enforced: a VM's own, or a resource pool's (shared by every VM below it).
@@ -1197,6 +1200,7 @@ impl CpuSched {
         pc.run_guard = run_guard;
         pc.run_alloc = run_alloc;
         pc.run_vm = run_vm;
+        pc.dispatches += 1;
         let mut at = now + slice.min(work);
         if self.ht.on {
             at = self.ht_slice_end(p, v, slice, now);

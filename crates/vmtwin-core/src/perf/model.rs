@@ -36,6 +36,9 @@
 //! - **Remote NUMA memory**: the `r` term of `miss_stall`.
 //! - **A busy hyperthread sibling**: for the run time `h` with the sibling busy, the thread gets
 //!   `(1 + ht_core_gain)/2` of the core, the rest of those cycles stall.
+//! - **Waiting for the scheduler's lock** (the ESX 3.x cell lock, `cpu/cells.rs`): each of the
+//!   vCPU's scheduler invocations waits [`crate::cpu::lock_wait_ns`] behind the other pCPUs of
+//!   its lock domain; those cycles retire nothing.
 //! - **Nested-paging TLB misses**: a guest layer of a virtualized profile walks in two dimensions
 //!   (`walk.rs`), natively in one; the EPT part is counted on its own (`ept_walk_cycles`). The
 //!   hypervisor walks its own tables natively.
@@ -48,7 +51,7 @@
 //! Per vCPU per sample interval, the `vcpu_perf` table: `run_ns`, `work_units`, and for each of
 //! `instructions`, `cycles`, `llc_misses`, `tlb_misses` (DTLB walks), `walk_cycles` (page-walk
 //! cycles, EPT part included) and `ept_walk_cycles` the total and its `_user`, `_kernel` and
-//! `_hyp` parts; then `refill_cycles`, `ht_stall_cycles` and the facts read from the scheduler
+//! `_hyp` parts; then `refill_cycles`, `ht_stall_cycles`, `lock_wait_cycles` and the facts read from the scheduler
 //! (`moves`, `llc_corunners`, `sibling_busy`, `remote_fraction`). Counts are expected values
 //! (fractional). Host-system counters see all three layers (the hypervisor in kernel mode), a
 //! guest-mode vPMC sees user and kernel only: the Python methodology builds each view.
@@ -95,6 +98,8 @@ pub struct VcpuFacts {
     pub remote_fraction: f64,
     /// other busy hardware threads sharing its LLC while it ran (average)
     pub llc_corunners: f64,
+    /// ns its scheduler invocations waited for their lock (the cell lock)
+    pub lock_wait_ns: f64,
 }
 
 /// One layer's counts over an interval.
@@ -125,6 +130,8 @@ pub struct Executed {
     pub refill_cycles: f64,
     /// cycles lost to a busy hyperthread sibling
     pub ht_stall_cycles: f64,
+    /// cycles spent waiting for the scheduler's lock (the cell lock)
+    pub lock_wait_cycles: f64,
     /// refill cycles still owed at the end of the interval
     pub debt_cycles: f64,
 }
@@ -218,13 +225,21 @@ pub fn execute(profile: &PerfProfile, params: &PerfParams, mhz: f64, f: &VcpuFac
 
     let sibling = if f.run_ns > 0 { (f.ht_busy_ns / f.run_ns as f64).clamp(0.0, 1.0) } else { 0.0 };
     let ht_stall = cycles * sibling * (1.0 - (1.0 + params.ht_core_gain) / 2.0);
+    let lock_wait = (f.lock_wait_ns * mhz / 1000.0).clamp(0.0, cycles - ht_stall);
     let (new_refill, refill_misses) = refill(params, profile.working_set_bytes, mhz, f);
     let owed = debt_cycles + new_refill;
-    let paid = owed.min(cycles - ht_stall);
-    let productive = cycles - ht_stall - paid;
+    let paid = owed.min(cycles - ht_stall - lock_wait);
+    let productive = cycles - ht_stall - lock_wait - paid;
     let units = if per_unit > 0.0 { productive / per_unit } else { 0.0 };
 
-    let mut out = Executed { work_units: units, refill_cycles: paid, ht_stall_cycles: ht_stall, debt_cycles: owed - paid, ..Default::default() };
+    let mut out = Executed {
+        work_units: units,
+        refill_cycles: paid,
+        ht_stall_cycles: ht_stall,
+        lock_wait_cycles: lock_wait,
+        debt_cycles: owed - paid,
+        ..Default::default()
+    };
     for (i, c) in costs.iter().enumerate() {
         let instr = units * weight(i) * c.p.instructions_per_unit;
         let part = if per_unit > 0.0 { weight(i) * c.p.instructions_per_unit * c.cpi / per_unit } else if i == 0 { 1.0 } else { 0.0 };
@@ -261,10 +276,14 @@ pub struct PerfModel {
     /// per vCPU: its cumulative moves (all, across LLCs, across nodes) at the previous sample
     prev_moves: Vec<[u64; 3]>,
     prev_busy: Vec<u64>,
+    /// per pCPU: slices started on it at the previous sample
+    prev_disp: Vec<u64>,
     debt: Vec<f64>,
     last: Time,
     /// scratch: per pCPU, busy ns over the interval
     busy: Vec<u64>,
+    /// scratch: per pCPU, slices started over the interval
+    disp: Vec<u64>,
     /// scratch: the nodes the current VM's memory is interleaved over (its clients' distinct home
     /// nodes; empty for a VM without a home: every node)
     mem_nodes: Vec<u32>,
@@ -304,6 +323,7 @@ fn perf_row(c: &mut impl Cells, t: f64, vm: u32, idx: u32, f: &VcpuFacts, e: &Ex
     }
     c.f64("refill_cycles", e.refill_cycles);
     c.f64("ht_stall_cycles", e.ht_stall_cycles);
+    c.f64("lock_wait_cycles", e.lock_wait_cycles);
     c.f64("moves", f.moves_core + f.moves_llc + f.moves_node);
     c.f64("llc_corunners", f.llc_corunners);
     c.f64("sibling_busy", if f.run_ns > 0 { f.ht_busy_ns / f.run_ns as f64 } else { 0.0 });
@@ -345,9 +365,11 @@ impl PerfModel {
             prev_ht: vec![0; vcpus],
             prev_moves: vec![[0; 3]; vcpus],
             prev_busy: vec![0; n],
+            prev_disp: vec![0; n],
             debt: vec![0.0; vcpus],
             last: 0,
             busy: vec![0; n],
+            disp: vec![0; n],
             mem_nodes: Vec::new(),
             table: Table::with_schema(&schema),
         }
@@ -385,8 +407,24 @@ impl PerfModel {
             } else if s != p {
                 facts.ht_busy_ns = run_ns as f64 * (self.busy[s] as f64 / span).min(1.0);
             }
+            facts.lock_wait_ns = self.lock_wait(sched, p, run_ns, span);
         }
         facts
+    }
+
+    /// ns vCPU's scheduler invocations on pCPU `p` waited for its lock over the interval (`span`
+    /// ns, `run_ns` of it run): the interval's slice starts on `p`, the vCPU's part of them in
+    /// proportion to its run time there, each waiting `lock_wait_ns` behind the other pCPUs of
+    /// the lock domain (`cpu/cells.rs`). 0 with a one-pCPU domain (no cells).
+    fn lock_wait(&self, sched: &CpuSched, p: usize, run_ns: u64, span: f64) -> f64 {
+        let domain = sched.lock_domain(p as u32);
+        if domain.len() < 2 || self.params.sched_lock_hold_ns <= 0.0 || self.busy[p] == 0 {
+            return 0.0;
+        }
+        let others: u64 = domain.clone().filter(|&q| q != p).map(|q| self.disp[q]).sum();
+        let wait = crate::cpu::lock_wait_ns(others as f64 * NS_PER_S as f64 / span, self.params.sched_lock_hold_ns, domain.len() - 1);
+        let mine = self.disp[p] as f64 * (run_ns as f64 / self.busy[p] as f64).min(1.0);
+        mine * wait
     }
 
     /// Append one row per vCPU of every powered-on profiled VM for the interval ending `now`.
@@ -397,6 +435,11 @@ impl PerfModel {
             let total = sched.pcpu_busy_ns(q as u32, now);
             *b = total - self.prev_busy[q];
             self.prev_busy[q] = total;
+        }
+        for (q, d) in self.disp.iter_mut().enumerate() {
+            let total = sched.pcpu_dispatches(q as u32);
+            *d = total - self.prev_disp[q];
+            self.prev_disp[q] = total;
         }
         let t = now as f64 / NS_PER_S as f64;
         let mut idx = 0u32;

@@ -49,6 +49,13 @@ pub struct PerfParams {
     /// then runs at `(1 + gain) / 2` of its speed alone. Default 0.25 ([X]: Intel's "up to 30%"
     /// for Hyper-Threading; research/cpu.md A6.7 gives no factor).
     pub ht_core_gain: f64,
+    /// Time one scheduler invocation holds its lock, in ns: what another pCPU of the same lock
+    /// domain (an ESX 3.x cell; one pCPU under ESX 4's per-pCPU locks) waits behind it
+    /// (`cpu/cells.rs`, the cell lock). 0 turns the cost off. Default 3800 ([X]: the direct cost
+    /// of a whole Linux context switch, about 3.8 us on a 2 GHz Xeon, Li, Ding and Shen,
+    /// "Quantifying the cost of context switch", ExpCS 2007, as recalled, not re-read; an upper
+    /// bound for the part of an invocation that holds the lock; the paper gives no figure).
+    pub sched_lock_hold_ns: f64,
 }
 
 impl Default for PerfParams {
@@ -62,6 +69,7 @@ impl Default for PerfParams {
             llc_miss_stall_cycles: 100.0,
             remote_latency_ratio: 1.5,
             ht_core_gain: 0.25,
+            sched_lock_hold_ns: 3800.0,
         }
     }
 }
@@ -81,7 +89,11 @@ impl PerfParams {
                 invalid!(format!("{path}.{name}"), v, "bytes > 0");
             }
         }
-        for (name, v) in [("llc_refill_line_ns", self.llc_refill_line_ns), ("llc_miss_stall_cycles", self.llc_miss_stall_cycles)] {
+        for (name, v) in [
+            ("llc_refill_line_ns", self.llc_refill_line_ns),
+            ("llc_miss_stall_cycles", self.llc_miss_stall_cycles),
+            ("sched_lock_hold_ns", self.sched_lock_hold_ns),
+        ] {
             nonneg(path, name, v)?;
         }
         if !(self.mem_refill_bytes_per_ns.is_finite() && self.mem_refill_bytes_per_ns > 0.0) {

@@ -108,6 +108,21 @@ impl CpuSched {
         self.cells.of.get(p as usize).copied().unwrap_or(NONE)
     }
 
+    /// The pCPUs that share pCPU `p`'s scheduler lock: its cell with cells (the cell lock), else
+    /// `p` alone (ESX 4's per-pCPU lock).
+    pub fn lock_domain(&self, p: u32) -> std::ops::Range<usize> {
+        if self.cells.on {
+            self.cell_pcpus(self.cells.of[p as usize])
+        } else {
+            p as usize..p as usize + 1
+        }
+    }
+
+    /// Slices started on pCPU `p` so far: each follows one scheduler invocation that took its lock.
+    pub fn pcpu_dispatches(&self, p: u32) -> u64 {
+        self.pcpus[p as usize].dispatches
+    }
+
     /// May VM `vm`'s vCPUs run on pCPU `p`? (Always without cells.)
     #[inline]
     pub(super) fn cell_admits(&self, vm: u32, p: u32) -> bool {
