@@ -10,6 +10,8 @@ use vmtwin_core::sim::{Event, EventQueue};
 #[derive(Debug, Clone)]
 enum Op {
     Push(u64),
+    /// a one-shot event `dt` before the last popped time (not something the simulation does)
+    PushPast(u64),
     Arm(u32, u64),
     Cancel(u32),
     Pop,
@@ -17,6 +19,14 @@ enum Op {
 
 fn op() -> impl Strategy<Value = Op> {
     ops_with_delays(0u64..50)
+}
+
+/// Mostly pushes into the bucket being popped, some of them before the last popped time.
+fn past_op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        3 => ops_with_delays(0u64..1 << 16),
+        1 => (0u64..1 << 16).prop_map(Op::PushPast),
+    ]
 }
 
 /// Delays from 0 to about an hour: same bucket, nearby buckets, a whole wheel turn, far beyond.
@@ -47,6 +57,11 @@ proptest! {
     }
 
     #[test]
+    fn queue_matches_a_sorted_list_with_pushes_into_the_past(ops in proptest::collection::vec(past_op(), 1..200)) {
+        check_against_model(ops)?;
+    }
+
+    #[test]
     fn queue_matches_a_sorted_list_over_wide_times(ops in proptest::collection::vec(wide_op(), 1..300)) {
         check_against_model(ops)?;
     }
@@ -65,6 +80,12 @@ fn check_against_model(ops: Vec<Op>) -> Result<(), TestCaseError> {
                     seq += 1;
                     q.push(now + dt, Event::Wake { vcpu: seq as u32 });
                     model.push((now + dt, seq, Event::Wake { vcpu: seq as u32 }, None));
+                }
+                Op::PushPast(dt) => {
+                    seq += 1;
+                    let t = now.saturating_sub(dt);
+                    q.push(t, Event::Wake { vcpu: seq as u32 });
+                    model.push((t, seq, Event::Wake { vcpu: seq as u32 }, None));
                 }
                 Op::Arm(slot, dt) => {
                     seq += 1;
@@ -107,6 +128,28 @@ fn events_pushed_before_the_last_pop_still_pop_in_order() {
     assert_eq!(q.pop(), Some((10_000_000, Event::Wake { vcpu: 2 })));
     assert_eq!(q.pop(), Some((20_000_000, Event::Entitlement)));
     assert_eq!(q.pop(), None);
+}
+
+#[test]
+fn a_bucket_pushed_to_while_it_is_popped_keeps_its_order() {
+    // one wheel bucket (2^18 ns wide): events appended behind the cursor's position, inserted
+    // between pending ones, and one before the last popped time, which pops next
+    let mut q = EventQueue::with_timers(0);
+    for t in [100, 200, 300] {
+        q.push(t, Event::Wake { vcpu: t as u32 });
+    }
+    assert_eq!(q.pop(), Some((100, Event::Wake { vcpu: 100 })));
+    q.push(400, Event::Wake { vcpu: 400 });
+    q.push(250, Event::Wake { vcpu: 250 });
+    q.push(50, Event::Wake { vcpu: 50 });
+    assert_eq!(q.pop(), Some((50, Event::Wake { vcpu: 50 })));
+    assert_eq!(q.pop(), Some((200, Event::Wake { vcpu: 200 })));
+    q.push(200, Event::Wake { vcpu: 201 }); // a tie with the last popped: after it, before 250
+    let rest: Vec<_> = std::iter::from_fn(|| q.pop()).map(|(t, _)| t).collect();
+    assert_eq!(rest, vec![200, 250, 300, 400]);
+    q.push(7, Event::Sample); // the emptied bucket starts again from its beginning
+    assert_eq!(q.pop(), Some((7, Event::Sample)));
+    assert!(q.is_empty());
 }
 
 #[test]
