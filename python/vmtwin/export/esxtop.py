@@ -5,7 +5,10 @@ named by a Windows-perfmon counter path ``\\\\<host>\\<object>(<instance>)\\<cou
 module writes the CPU objects vmtwin models, with esxtop's object and counter names:
 
 - ``Physical Cpu(_Total)``: the host's ``% Util Time`` and ``% Processor Time``; ``Physical
-  Cpu(<n>)``: the same two per pCPU (from the ``pcpu`` table).
+  Cpu(<n>)``: the same two per pCPU (from the ``pcpu`` table). On a hyperthreaded host
+  (``threads_per_core: 2``) each also has ``% Core Util Time``, as esxtop shows ``CORE UTIL(%)``
+  only there: per pCPU its core's (``%CORE_UTIL``), in ``_Total`` the mean over pCPUs (each core
+  counted once per thread, so the mean over cores).
 - ``Group Cpu(<GID>:<name>)``: one group per VM and per resource pool, with ``% Used``,
   ``% Run``, ``% Ready``, ``% Max Limited``, ``% Wait``, ``% VmWait``, ``% Idle``, ``% CoStop``. A pool
   group's values are the sums over the VMs in it and below it, as esxtop's pool groups sum
@@ -55,6 +58,10 @@ CPU_COUNTERS: list[tuple[str, str]] = [
 
 #: esxtop batch-mode counter names of ``Physical Cpu(_Total)``, by ``host`` column.
 HOST_COUNTERS: list[tuple[str, str]] = [("%PCPU_UTIL", "% Util Time"), ("%PCPU_USED", "% Processor Time")]
+
+#: esxtop batch-mode name of a pCPU's core utilisation (``pcpu`` column ``%CORE_UTIL``), on
+#: hyperthreaded hosts only.
+CORE_COUNTER: tuple[str, str] = ("%CORE_UTIL", "% Core Util Time")
 
 #: World IDs of a VM's vCPUs: ``WORLD_ID_BASE * GID + k``. Real world IDs are the kernel's;
 #: these only need to be unique and stable.
@@ -201,6 +208,15 @@ def _cluster_pools(manifest: Mapping[str, Any]) -> dict[str, Any]:
     return {"scenario": {"pools": params.get("pools") or [], "vms": vms}}
 
 
+def _threads_per_core(manifest: Mapping[str, Any]) -> int:
+    """Threads per core of a one-host run's host (1 when the manifest does not say, as a cluster's
+    per-host view does not)."""
+    scenario = manifest.get("scenario")
+    host = scenario.get("host") if isinstance(scenario, Mapping) else None
+    threads = host.get("threads_per_core") if isinstance(host, Mapping) else None
+    return int(threads) if isinstance(threads, int) else 1
+
+
 def _host_columns(frames: Mapping[str, pd.DataFrame], times: np.ndarray, prefix: str, manifest: Mapping[str, Any],
                   first_pool_gid: int) -> tuple[list[str], list[np.ndarray]]:
     """One host's counter paths (under ``prefix``) and their columns over ``times``."""
@@ -209,9 +225,14 @@ def _host_columns(frames: Mapping[str, pd.DataFrame], times: np.ndarray, prefix:
     vcpu_df = frames.get("vcpu", pd.DataFrame(columns=["time_s", "vm_id", "vm", "vcpu"]))
     header: list[str] = []
     columns: list[np.ndarray] = []
+    ht = _threads_per_core(manifest) == 2
+    core_total = None
     if "pcpu" in frames:
         pcpu_df = frames["pcpu"]
         pcounters = [(c, label) for c, label in HOST_COUNTERS if c in pcpu_df.columns]
+        if ht and CORE_COUNTER[0] in pcpu_df.columns:
+            pcounters.append(CORE_COUNTER)
+            core_total = pcpu_df.groupby("time_s")[CORE_COUNTER[0]].mean().reindex(times).to_numpy(dtype=float)
         if len(pcpu_df) and pcounters:
             pwide = {c: _wide(pcpu_df, ["pcpu"], c, times) for c, _ in pcounters}
             for n in sorted(int(p) for p in pcpu_df["pcpu"].unique()):
@@ -224,6 +245,9 @@ def _host_columns(frames: Mapping[str, pd.DataFrame], times: np.ndarray, prefix:
         if col in h.columns:
             header.append(f"{prefix}Physical Cpu(_Total)\\{label}")
             columns.append(h[col].to_numpy(dtype=float))
+    if core_total is not None:
+        header.append(f"{prefix}Physical Cpu(_Total)\\{CORE_COUNTER[1]}")
+        columns.append(core_total)
 
     vms = vm_df[["vm_id", "vm"]].drop_duplicates("vm_id").sort_values("vm_id")
     vm_ids, vm_names = [int(i) for i in vms["vm_id"]], [str(n) for n in vms["vm"]]

@@ -25,6 +25,7 @@ __all__ = [
     "TOP_N",
     "host_cpu_figure",
     "pcpu_figure",
+    "core_figure",
     "pool_figure",
     "top_vms",
     "vcpu_ready_figure",
@@ -148,33 +149,68 @@ def pcpu_figure(pcpu: pd.DataFrame, n: int = PCPU_ROWS) -> go.Figure:
     -------
     plotly.graph_objects.Figure
     """
+    return _util_map(pcpu, "%PCPU_UTIL", "pcpu", "pCPU", "Physical CPUs", n)
+
+
+def core_figure(pcpu: pd.DataFrame, threads_per_core: int = 1, n: int = PCPU_ROWS) -> go.Figure:
+    """Per-core utilisation: a heat map of ``%CORE_UTIL`` (esxtop's CORE UTIL: a core is busy
+    while either of its threads is) by core and time, and each core's mean.
+
+    Parameters
+    ----------
+    pcpu : pandas.DataFrame
+        The ``pcpu`` table; sibling threads' rows carry their core's ``%CORE_UTIL``.
+    threads_per_core : int
+        pCPUs per core in the table (2 on a hyperthreaded host scheduled on both threads:
+        pCPUs ``2c`` and ``2c + 1`` are core ``c``; 1 otherwise, when a core is its pCPU).
+    n : int
+        Cores drawn, busiest first.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+    """
+    df = pcpu.copy()
+    if len(df):
+        if "%CORE_UTIL" not in df:
+            df["%CORE_UTIL"] = df["%PCPU_UTIL"]
+        df["core"] = df["pcpu"].astype(int) // max(1, threads_per_core)
+        df = df.drop_duplicates([c for c in ("host", "time_s", "core") if c in df.columns])
+    else:
+        df = pd.DataFrame(columns=["time_s", "core", "%CORE_UTIL"])
+    return _util_map(df, "%CORE_UTIL", "core", "core", "Cores", n)
+
+
+def _util_map(df: pd.DataFrame, column: str, key: str, noun: str, title: str, n: int) -> go.Figure:
+    """A heat map of ``column`` by ``key`` (pCPU or core) and time, and each one's mean."""
     fig = make_subplots(rows=1, cols=2, column_widths=[0.8, 0.2], shared_yaxes=True, horizontal_spacing=0.02,
-                        subplot_titles=("%PCPU_UTIL over time", "mean"))
+                        subplot_titles=(f"{column} over time", "mean"))
     n_all = 0
-    if len(pcpu):
-        df = pcpu.copy()
-        df["label"] = (df["host"].astype(str) + "/" if "host" in df else "") + df["pcpu"].astype(int).astype(str)
-        means = df.groupby("label", sort=False)["%PCPU_UTIL"].mean()
+    if len(df):
+        df = df.copy()
+        df["label"] = (df["host"].astype(str) + "/" if "host" in df else "") + df[key].astype(int).astype(str)
+        means = df.groupby("label", sort=False)[column].mean()
         n_all = len(means)
         order = sorted(means.index, key=lambda k: (-float(means[k]), list(means.index).index(k)))[:n]
-        grid = df[df["label"].isin(order)].pivot_table(index="label", columns="time_s", values="%PCPU_UTIL",
+        grid = df[df["label"].isin(order)].pivot_table(index="label", columns="time_s", values=column,
                                                         aggfunc="mean", sort=True).reindex(order)
-        fig.add_trace(go.Heatmap(z=grid.to_numpy(), x=grid.columns.to_numpy(), y=[f"pCPU {k}" for k in order],
+        fig.add_trace(go.Heatmap(z=grid.to_numpy(), x=grid.columns.to_numpy(), y=[f"{noun} {k}" for k in order],
                                  zmin=0, zmax=100, colorscale="Blues", colorbar={"title": "%", "x": 1.02},
                                  hovertemplate="%{y} at %{x} s: %{z:.1f}%<extra></extra>"), row=1, col=1)
-        fig.add_trace(go.Bar(x=[float(means[k]) for k in order], y=[f"pCPU {k}" for k in order], orientation="h",
+        fig.add_trace(go.Bar(x=[float(means[k]) for k in order], y=[f"{noun} {k}" for k in order], orientation="h",
                              marker_color=PALETTE[0], showlegend=False,
                              hovertemplate="%{y}: mean %{x:.1f}%<extra></extra>"), row=1, col=2)
     fig.update_yaxes(autorange="reversed", row=1, col=1)
     fig.update_xaxes(title_text=_TIME, row=1, col=1)
     fig.update_xaxes(title_text="%", range=[0, 105], row=1, col=2)
-    fig = _layout(fig, f"Physical CPUs: {_shown(min(n, n_all), n_all, 'pCPUs', 'mean %PCPU_UTIL')}",
+    fig = _layout(fig, f"{title}: {_shown(min(n, n_all), n_all, noun + 's', 'mean ' + column)}",
                   height=max(360, 120 + 14 * min(n, max(n_all, 1))))
     fig.update_layout(hovermode="closest")
     return fig
 
 
-def vm_counter_figure(vm: pd.DataFrame, counter: str, title: str, ids: list[int] | None = None) -> go.Figure:
+def vm_counter_figure(vm: pd.DataFrame, counter: str, title: str, ids: list[int] | None = None,
+                      by: str = "%RDY") -> go.Figure:
     """One line per shown VM of an esxtop counter over time.
 
     Parameters
@@ -186,13 +222,15 @@ def vm_counter_figure(vm: pd.DataFrame, counter: str, title: str, ids: list[int]
     title : str
         Figure title; which VMs are shown is appended.
     ids : list of int, optional
-        The ``vm_id`` to draw, in legend order; default :func:`top_vms` by ``%RDY``.
+        The ``vm_id`` to draw, in legend order; default :func:`top_vms` by ``by``.
+    by : str
+        The counter the shown VMs were chosen by (named in the title); default ``%RDY``.
 
     Returns
     -------
     plotly.graph_objects.Figure
     """
-    ids = top_vms(vm) if ids is None else ids
+    ids = top_vms(vm, by) if ids is None else ids
     fig = go.Figure()
     for k, i in enumerate(ids):
         g = _of(vm, "vm_id", i)
@@ -203,7 +241,7 @@ def vm_counter_figure(vm: pd.DataFrame, counter: str, title: str, ids: list[int]
     fig.update_yaxes(title_text=f"{counter} (sum over vCPUs)", rangemode="tozero")
     fig.update_xaxes(title_text=_TIME)
     n_all = int(vm["vm_id"].nunique()) if len(vm) else 0
-    return _layout(fig, f"{title}: {_shown(len(ids), n_all, 'VMs', 'mean %RDY')}")
+    return _layout(fig, f"{title}: {_shown(len(ids), n_all, 'VMs', 'mean ' + by)}")
 
 
 def vcpu_ready_figure(vcpu: pd.DataFrame, n: int = TOP_N) -> go.Figure:

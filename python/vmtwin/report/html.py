@@ -23,6 +23,7 @@ import plotly.graph_objects as go
 from vmtwin.export.atomic import atomic_output
 from vmtwin.report import figures
 from vmtwin.report.compare import COMPARED, compare_hosts, compare_runs
+from vmtwin.report.cpu import VCPU_ROWS, host_placement_facts, rdy_band, vcpu_sched_summary
 from vmtwin.report.cluster import cluster_html, cluster_totals, is_cluster
 from vmtwin.report.pools import ROOT, pool_tree, pool_usage
 from vmtwin.report.storage import storage_html
@@ -33,8 +34,8 @@ from vmtwin.results import Results
 __all__ = ["COMPARE_FIGURE_ID", "FIGURE_IDS", "render_report"]
 
 #: Ids of the ``<div class="figure">`` blocks every report has, in page order.
-FIGURE_IDS = ["fig-host-cpu", "fig-pcpu", "fig-vm-used", "fig-vm-ready", "fig-vcpu-ready", "fig-vm-limits",
-              "fig-vm-entitlement", "fig-pools"]
+FIGURE_IDS = ["fig-host-cpu", "fig-pcpu", "fig-core", "fig-vm-used", "fig-vm-ready", "fig-vm-costop",
+              "fig-vcpu-ready", "fig-vm-limits", "fig-vm-entitlement", "fig-pools"]
 
 #: Id of the comparison figure, after :data:`FIGURE_IDS` when the report compares two runs.
 COMPARE_FIGURE_ID = "fig-compare"
@@ -184,6 +185,55 @@ def _summary_table(summary: pd.DataFrame, vcpu: pd.DataFrame, vm_pool: dict[str,
     return _table("vm-summary", heads, rows)
 
 
+def _threads_in_table(manifest: dict[str, Any], pcpu: pd.DataFrame) -> int:
+    """pCPUs per core in the ``pcpu`` table: 2 when it has a row per thread of a two-thread host
+    (hyperthreading scheduled), else 1 (a one-thread host, HT off, or a cluster run)."""
+    scenario = manifest.get("scenario")
+    host = scenario.get("host") if isinstance(scenario, dict) else None
+    if not isinstance(host, dict) or host.get("threads_per_core") != 2 or not len(pcpu):
+        return 1
+    cores = 1
+    for k in ("sockets", "numa_nodes_per_socket", "llcs_per_node", "cores_per_llc"):
+        cores *= int(host.get(k) or 1)
+    return 2 if int(pcpu["pcpu"].nunique()) == 2 * cores else 1
+
+
+def _vcpu_sched_html(vcpu: pd.DataFrame, duration_s: float) -> list[str]:
+    """The CPU scheduling section: the worst vCPUs by ready + co-stop time, with their guide-line
+    band, NUMA home node and migrations, and a note on the host's migrations."""
+    s = vcpu_sched_summary(vcpu)
+    if not len(s):
+        return []
+    shown = s.head(VCPU_ROWS)
+    heads = ["VM", "vCPU", "mean %RUN", "mean %RDY", "%RDY guide", "mean %CSTP", "NUMA home node",
+             "home moves", "migrations", "to another LLC", "to another node"]
+    rows = []
+    for r in shown.to_dict("records"):
+        band = rdy_band(float(r["mean %RDY"]))
+        rows.append([
+            _cell(escape(str(r["vm"]))),
+            _cell(_num(r["vcpu"], 0), r["vcpu"]),
+            _cell(_num(r["mean %RUN"]), r["mean %RUN"]),
+            _cell(_num(r["mean %RDY"]), r["mean %RDY"]),
+            _cell(escape(band), {"": 0, "watch": 1, "problem": 2}[band]),
+            _cell(_num(r["mean %CSTP"]), r["mean %CSTP"]),
+            _cell(_num(r["home node"], 0), r["home node"]),
+            _cell(_num(r["home moves"], 0), r["home moves"]),
+            _cell(_num(r["migrations"], 0), r["migrations"]),
+            _cell(_num(r["to another LLC"], 0), r["to another LLC"]),
+            _cell(_num(r["to another node"], 0), r["to another node"]),
+        ])
+    which = (f"all {len(s)} vCPUs" if len(s) <= VCPU_ROWS else
+             f"the {VCPU_ROWS} of {len(s)} vCPUs with the most ready + co-stop time")
+    note = (f"{which.capitalize()}, means over the run. %RDY guide: a vCPU ready 5% of the time is worth watching, "
+            "10% a problem (the admins' rule of thumb). %CSTP: time co-stopped by co-scheduling, not part of "
+            "%RDY. NUMA home node: at the end of the run (– when not NUMA-managed); home moves: changes "
+            "between samples. Migrations: slices started on another pCPU than the last.")
+    facts = host_placement_facts(vcpu, duration_s)
+    return ["<h2>CPU scheduling per vCPU</h2>", _table("vcpu-sched", heads, rows),
+            f'<p class="note">{escape(note)}{" " + escape(facts) if facts else ""}</p>']
+
+
 def _pool_table(tree: pd.DataFrame) -> str:
     heads = ["pool", "shares", "reservation (MHz)", "limit (MHz)", "expandable", "VMs",
              "mean usage (MHz)", "peak usage (MHz)", "mean entitlement (MHz)"]
@@ -297,9 +347,11 @@ def render_report(
     -----
     The page holds a title with the scenario name, the run's facts, a sortable per-VM table
     (settings of the last sample; mean %USED, %RDY, %MLMTD; p95 %RDY; %RDY per vCPU and of the
-    worst vCPU; the VM's pool), the resource-pool tree (settings, usage and entitlement) and
+    worst vCPU; the VM's pool), a per-vCPU CPU scheduling table (%RUN, %RDY against the guide lines,
+    %CSTP, NUMA home node and its moves, migrations by distance; the worst 200), the resource-pool tree (settings, usage and entitlement) and
     the figures, each in a ``<div class="figure" id=...>`` with the ids of :data:`FIGURE_IDS`:
-    host CPU, per-pCPU utilisation, per-VM %USED, per-VM %RDY, per-vCPU %RDY with the 5% and 10% guide lines, limits,
+    host CPU, per-pCPU and per-core utilisation, per-VM %USED, per-VM %RDY, per-VM %CSTP, per-vCPU %RDY with the 5%
+    and 10% guide lines, limits,
     mean %USED against entitlement, and pools over time. A ``<div id="report-ok">`` closes the
     page.
     """
@@ -326,8 +378,11 @@ def render_report(
     figs = [
         figures.host_cpu_figure(host),
         figures.pcpu_figure(pcpu),
+        figures.core_figure(pcpu, _threads_in_table(manifest, pcpu)),
         figures.vm_counter_figure(vm, "%USED", "%USED per VM", shown),
         figures.vm_counter_figure(vm, "%RDY", "%RDY per VM", shown),
+        figures.vm_counter_figure(vm if "%CSTP" in vm.columns else vm.assign(**{"%CSTP": math.nan}),
+                                  "%CSTP", "%CSTP (co-stop) per VM", by="%CSTP"),
         figures.vcpu_ready_figure(vcpu),
         figures.vm_limit_figure(vm),
         figures.vm_entitlement_figure(vm, host, shown, manifest.get("scenario")),
@@ -377,6 +432,7 @@ def render_report(
             '<p class="note">Click a column header to sort. A vCPU ready 5% of the time is worth '
             "watching, 10% a problem (the admins' rule of thumb; see the per-vCPU figure).</p>",
             *_actions_html(manifest),
+            *_vcpu_sched_html(vcpu, float(manifest.get("duration_s") or math.nan)),
             "<h2>Resource pools</h2>",
             _pool_table(tree),
             '<p class="note">Pool settings as the scenario sets them. Usage and entitlement are sums '

@@ -70,3 +70,34 @@ def test_bad_ht_fields_name_the_field():
         CpuScheduler(ht_core_gain=1.5)
     with pytest.raises(ScenarioError, match=r"ht_sharing"):
         VmCpu(ht_sharing="sometimes")
+
+
+def _esxtop(s: Scenario, tmp_path) -> "pd.DataFrame":
+    import pandas as pd
+
+    from vmtwin.export.esxtop import to_esxtop_csv
+
+    res = run_scenario(s, tmp_path / "run")
+    return pd.read_csv(to_esxtop_csv(res, tmp_path / "esxtop.csv"))
+
+
+def test_esxtop_export_has_core_util_on_a_hyperthreaded_host_only(tmp_path):
+    """Four busy VMs on four two-thread cores: whole cores first, so each core runs one thread
+    busy and one idle. esxtop's per-pCPU % Util Time is then 100 on one thread of each core and 0
+    on the other, and % Core Util Time 100 on both (the core is busy while either thread is);
+    _Total's % Core Util Time is 100, its % Util Time 50. Without hyperthreading in the hardware
+    esxtop has no core column, nor does the export."""
+    df = _esxtop(_scenario(4), tmp_path / "ht")
+    steady = df.iloc[2:]
+    core = [c for c in df.columns if c.endswith("% Core Util Time")]
+    assert len(core) == 9  # 8 pCPUs and _Total
+    per = [c for c in core if "_Total" not in c]
+    assert (steady[per] > 99.0).all().all()
+    util = steady[[c.replace("% Core Util Time", "% Util Time") for c in per]].to_numpy()
+    assert sorted(util.mean(axis=0).round()) == [0.0] * 4 + [100.0] * 4
+    total = next(c for c in core if "_Total" in c)
+    assert steady[total].min() > 99.0
+    assert steady[total.replace("% Core Util Time", "% Util Time")].between(49.0, 51.0).all()
+    s = _scenario(4)
+    s.host = Host(sockets=1, cores_per_llc=4, threads_per_core=1, core_mhz="2000MHz")
+    assert not any("Core Util" in c for c in _esxtop(s, tmp_path / "noht").columns)

@@ -71,6 +71,15 @@ def _esxtop_columns(path: Path) -> list[str]:
     return list(dict.fromkeys(cols))
 
 
+HT_SCENARIO = """
+name: ht
+duration: 4s
+host: {name: h, cores_per_llc: 2, threads_per_core: 2}
+vms:
+  - {name: a, vcpus: 1, workload: {type: cpu_bound, duty: 0.5}}
+"""
+
+
 @pytest.fixture(scope="module")
 def actual(tmp_path_factory) -> dict[str, list[str]]:
     """Column lists of a 4-second quickstart run: its four tables and its esxtop export."""
@@ -81,6 +90,10 @@ def actual(tmp_path_factory) -> dict[str, list[str]]:
     cols = {name: res.arrow(name).column_names for name in ("host", "vm", "vcpu", "pcpu")}
     assert sorted(res.tables) == ["host", "pcpu", "vcpu", "vm"], f"a new table {res.tables} needs a section in {PAGE.name}"
     cols["esxtop"] = _esxtop_columns(to_esxtop_csv(res, tmp / "esxtop.csv"))
+    # a hyperthreaded host's export has the core columns too (esxtop shows CORE UTIL only there)
+    ht = Simulation(parse_scenario(HT_SCENARIO))
+    ht.run()
+    cols["esxtop"] = list(dict.fromkeys(cols["esxtop"] + _esxtop_columns(to_esxtop_csv(ht.write(tmp / "ht"), tmp / "ht.csv"))))
     perf = Simulation(parse_scenario(PERF_SCENARIO))
     perf.run()
     cols["vcpu_perf"] = perf.write(tmp / "perf").arrow("vcpu_perf").column_names
