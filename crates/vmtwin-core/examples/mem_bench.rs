@@ -83,7 +83,7 @@ fn main() {
         s.overhead_pages = 256;
         s.home_node = i % 2;
         // research/memory.md C.27: about 2/3 common to VMs of one OS and application
-        s.content = ContentSpec { os: 1, os_fraction: 0.45, app: i % 4, app_fraction: 0.2, zero_fraction: 0.1 };
+        s.content = ContentSpec { os: 1, os_fraction: 0.45, app: i % 4, app_fraction: 0.2, zero_fraction: 0.1, ..ContentSpec::default() };
         h.power_on(s).unwrap();
     }
     let pmap_bytes: f64 = (0..vms).map(|v| h.pmap(v).bytes_per_page()).sum::<f64>() / f64::from(vms);

@@ -51,7 +51,7 @@ fn main() {
     for i in 0..vms {
         let mut s = VmMemSpec::new(&format!("vm{i}"), vm_pages);
         s.home_node = i % 2;
-        s.content = ContentSpec { os: 1, os_fraction: 0.3, app: i % 4, app_fraction: 0.15, zero_fraction: 0.1 };
+        s.content = ContentSpec { os: 1, os_fraction: 0.3, app: i % 4, app_fraction: 0.15, zero_fraction: 0.1, ..ContentSpec::default() };
         h.power_on(s).unwrap();
     }
     let mut q = Queue::default();

@@ -36,7 +36,7 @@ fn main() {
     for i in 0..4 {
         let mut vm = VmMemSpec::new(&format!("linux{i}"), 1024 * MB);
         // same guest OS (shared image pages), two applications, some zero pages
-        vm.content = ContentSpec { os: 7, os_fraction: 0.25, app: i % 2, app_fraction: 0.15, zero_fraction: 0.1 };
+        vm.content = ContentSpec { os: 7, os_fraction: 0.25, app: i % 2, app_fraction: 0.15, zero_fraction: 0.1, ..ContentSpec::default() };
         host.power_on(vm).expect("admitted");
     }
     let mut q = Queue::default();

@@ -49,7 +49,7 @@ fn host_with(mut p: MemParams, seed: u64) -> MemHost {
         s.min_pages = 100 * i;
         s.home_node = i % 2;
         s.balloon_driver = i != 2;
-        s.content = ContentSpec { os: 1, os_fraction: 0.3, app: i % 2, app_fraction: 0.2, zero_fraction: 0.2 };
+        s.content = ContentSpec { os: 1, os_fraction: 0.3, app: i % 2, app_fraction: 0.2, zero_fraction: 0.2, ..ContentSpec::default() };
         h.power_on(s).unwrap();
     }
     h

@@ -134,7 +134,7 @@ fn host_with(preset: Preset, seed: u64, balloon_pages_per_s: u32) -> MemHost {
         s.overhead_pages = 40;
         s.home_node = i % 2;
         s.balloon_driver = i != 2;
-        s.content = ContentSpec { os: 1, os_fraction: 0.1, app: 0, app_fraction: 0.0, zero_fraction: 0.1 };
+        s.content = ContentSpec { os: 1, os_fraction: 0.1, app: 0, app_fraction: 0.0, zero_fraction: 0.1, ..ContentSpec::default() };
         s.guest = Some(g);
         s.anon_pages = ANON;
         h.power_on(s).unwrap();

@@ -158,7 +158,7 @@ fn runs_are_deterministic_per_seed() {
         for i in 0..3 {
             let mut s = VmMemSpec::new(&format!("vm{i}"), 1500);
             s.overhead_pages = 0;
-            s.content = ContentSpec { os: 1, os_fraction: 0.3, app: 0, app_fraction: 0.1, zero_fraction: 0.2 };
+            s.content = ContentSpec { os: 1, os_fraction: 0.3, app: 0, app_fraction: 0.1, zero_fraction: 0.2, ..ContentSpec::default() };
             h.power_on(s).unwrap();
         }
         let mut q = Queue::default();

@@ -206,3 +206,42 @@ fn missing_truncated_and_mis_sized_images_are_refused_by_name() {
     assert!(e.contains("vms[0].memory.image") && e.contains("2 pages"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Copies of OS-image pages within one VM ([S1 §4.3]'s non-zero duplicates in a single VM): a
+/// full scan of one VM reclaims exactly its copies; of two VMs of that OS, one whole image and
+/// every copy. Counted from the spec's page counts, not from the layout.
+#[test]
+fn os_copies_are_reclaimed_within_one_vm_and_across_vms() {
+    let pages = 1000u32;
+    let spec = ContentSpec { os: 3, os_fraction: 0.4, app: 1, app_fraction: 0.1, os_copy_fraction: 0.15, ..ContentSpec::default() };
+    spec.validate("content").unwrap();
+    let (os, copies) = (400u64, 150u64);
+    for vms in 1..=2u32 {
+        let mut h = MemHost::new(quiet_params(), 2, 1 << 15, Box::new(FixedLatencySwapStandIn::default()), 3).unwrap();
+        for i in 0..vms {
+            let mut s = VmMemSpec::new(&format!("vm{i}"), pages);
+            s.overhead_pages = 8;
+            // each VM its own application: only the OS image and its copies can be shared
+            s.content = ContentSpec { app: 10 + i, ..spec.clone() };
+            h.power_on(s).unwrap();
+            for ppn in 0..pages {
+                h.read(i, ppn, 0);
+            }
+        }
+        let free = h.free_pages();
+        h.full_scan();
+        let want = if vms == 1 { copies } else { os + 2 * copies };
+        assert_eq!(h.free_pages() - free, want, "{vms} VMs");
+        assert_eq!(h.audit(), Ok(()));
+    }
+}
+
+#[test]
+fn os_copies_beyond_the_image_or_the_vm_are_refused_by_name() {
+    let c = ContentSpec { os_fraction: 0.2, os_copy_fraction: 0.3, ..ContentSpec::default() };
+    let e = c.validate("vms[0].content").unwrap_err().to_string();
+    assert!(e.contains("vms[0].content.os_copy_fraction") && e.contains("at most os_fraction"), "{e}");
+    let c = ContentSpec { os_fraction: 0.5, app_fraction: 0.4, os_copy_fraction: 0.2, ..ContentSpec::default() };
+    let e = c.validate("vms[0].content").unwrap_err().to_string();
+    assert!(e.contains("os_copy_fraction") && e.contains("1 - os_fraction - app_fraction"), "{e}");
+}

@@ -143,6 +143,8 @@ class Content(_Model):
                                                                      "the same id share application pages.")
     app_fraction: Unit = Field(0.0, description="Fraction of pages holding application pages.")
     zero_fraction: Unit = Field(0.0, description="Fraction of the other pages that are zero.")
+    os_copy_fraction: Unit = Field(0.0, description="Fraction of pages holding a second copy of an OS-image page "
+                                   "(duplicate non-zero pages within one VM), at most os_fraction.")
 
 
 class GuestOs(_Model):
@@ -276,6 +278,13 @@ def memory_errors(sc: "Scenario") -> Optional[ScenarioError]:
         if g.content.os_fraction + g.content.app_fraction > 1.0:
             return scenario_error(f"vms[{i}].guest_memory.content.app_fraction", g.content.app_fraction,
                                   f"at most 1 - os_fraction = {1.0 - g.content.os_fraction:g}")
+        c = g.content
+        if c.os_copy_fraction > c.os_fraction:
+            return scenario_error(f"vms[{i}].guest_memory.content.os_copy_fraction", c.os_copy_fraction,
+                                  f"at most os_fraction = {c.os_fraction:g} (copies of OS-image pages)")
+        if c.os_fraction + c.app_fraction + c.os_copy_fraction > 1.0:
+            return scenario_error(f"vms[{i}].guest_memory.content.os_copy_fraction", c.os_copy_fraction,
+                                  f"at most 1 - os_fraction - app_fraction = {1.0 - c.os_fraction - c.app_fraction:g}")
         if g.guest_os is not None:
             pages = size // PAGE_BYTES
             kernel = g.guest_os.kernel_pages(pages)

@@ -79,6 +79,11 @@ def test_the_engine_spec_has_one_memory_entry_per_vm_with_vsphere_shares():
         (lambda s: s.pop("memory"), "vms[0].guest_memory", "only with a top-level memory: section"),
         (lambda s: s["vms"][0]["guest_memory"].update(working_set="129MB"), "vms[0].guest_memory.working_set",
          "inside the configured memory"),
+        (lambda s: s["vms"][0]["guest_memory"].update(content={"os_fraction": 0.1, "os_copy_fraction": 0.2}),
+         "vms[0].guest_memory.content.os_copy_fraction", "at most os_fraction = 0.1"),
+        (lambda s: s["vms"][0]["guest_memory"].update(
+            content={"os_fraction": 0.5, "app_fraction": 0.4, "os_copy_fraction": 0.2}),
+         "vms[0].guest_memory.content.os_copy_fraction", "at most 1 - os_fraction - app_fraction"),
     ],
 )
 def test_bad_memory_input_names_the_field(tmp_path, edit, field, words):

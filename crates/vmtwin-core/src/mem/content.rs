@@ -12,9 +12,15 @@
 //! - **private data**: an id drawn from the VM's own random stream, unique with overwhelming
 //!   probability (2^-60 per pair).
 //!
+//! - **copies of OS-image pages within one VM** (`os_copy_fraction`): [S1 §4.3] reclaims
+//!   nearly 5 MB from a single VM, only about 55% of it from zero pages, so one guest holds
+//!   duplicate non-zero pages (a file's page in the page cache and the same data read into a
+//!   process, say). They are modelled as second copies of OS-image pages: content every VM of
+//!   that OS holds too.
+//!
 //! A VM's layout ([`ContentSpec`]) gives the fraction of its pages in each class: the OS image
-//! occupies the first pages, the application the next, and zero pages are spread at random
-//! over the rest. The top three bits of an id record its class, so counters can tell zero,
+//! occupies the first pages, the application the next, then the copies of the OS image's first
+//! pages, and zero pages are spread at random over the rest. The top three bits of an id record its class, so counters can tell zero,
 //! OS, application and private pages apart.
 //!
 //! **Memory images** ([`MemoryImage`]) are flat files of guest-physical memory, 4 KiB per page,
@@ -150,24 +156,42 @@ pub struct ContentSpec {
     pub app_fraction: f64,
     /// fraction of the remaining pages that are zero, dimensionless in [0, 1]
     pub zero_fraction: f64,
+    /// fraction of pages holding a second copy of an OS-image page (page `i` of the copies holds
+    /// OS page `i`), dimensionless in [0, os_fraction]; default 0
+    pub os_copy_fraction: f64,
 }
 
 impl Default for ContentSpec {
     fn default() -> Self {
-        ContentSpec { os: 0, os_fraction: 0.0, app: 0, app_fraction: 0.0, zero_fraction: 0.0 }
+        ContentSpec { os: 0, os_fraction: 0.0, app: 0, app_fraction: 0.0, zero_fraction: 0.0, os_copy_fraction: 0.0 }
     }
 }
 
 impl ContentSpec {
     /// Reject fractions outside [0, 1] or OS + application above 1, naming the field.
     pub fn validate(&self, path: &str) -> VmtwinResult<()> {
-        for (name, v) in [("os_fraction", self.os_fraction), ("app_fraction", self.app_fraction), ("zero_fraction", self.zero_fraction)] {
+        for (name, v) in [
+            ("os_fraction", self.os_fraction),
+            ("app_fraction", self.app_fraction),
+            ("zero_fraction", self.zero_fraction),
+            ("os_copy_fraction", self.os_copy_fraction),
+        ] {
             if !(0.0..=1.0).contains(&v) {
                 invalid!(format!("{path}.{name}"), v, "a fraction in [0, 1]");
             }
         }
         if self.os_fraction + self.app_fraction > 1.0 {
             invalid!(format!("{path}.app_fraction"), self.app_fraction, format!("at most 1 - os_fraction = {}", 1.0 - self.os_fraction));
+        }
+        if self.os_copy_fraction > self.os_fraction {
+            invalid!(format!("{path}.os_copy_fraction"), self.os_copy_fraction, format!("at most os_fraction = {} (copies of OS-image pages)", self.os_fraction));
+        }
+        if self.os_fraction + self.app_fraction + self.os_copy_fraction > 1.0 {
+            invalid!(
+                format!("{path}.os_copy_fraction"),
+                self.os_copy_fraction,
+                format!("at most 1 - os_fraction - app_fraction = {}", 1.0 - self.os_fraction - self.app_fraction)
+            );
         }
         Ok(())
     }
@@ -176,12 +200,15 @@ impl ContentSpec {
     pub fn layout(&self, pages: u32, rng: &mut Rng) -> Vec<u64> {
         let os_pages = (self.os_fraction * f64::from(pages)) as u64;
         let app_pages = ((self.app_fraction * f64::from(pages)) as u64).min(u64::from(pages) - os_pages);
+        let copies = ((self.os_copy_fraction * f64::from(pages)) as u64).min(os_pages).min(u64::from(pages) - os_pages - app_pages);
         (0..u64::from(pages))
             .map(|i| {
                 if i < os_pages {
                     os_page(self.os, i)
                 } else if i < os_pages + app_pages {
                     app_page(self.app, i - os_pages)
+                } else if i < os_pages + app_pages + copies {
+                    os_page(self.os, i - os_pages - app_pages)
                 } else if rng.uniform() < self.zero_fraction {
                     ZERO_CONTENT
                 } else {

@@ -160,6 +160,9 @@ pub struct ContentSpecJson {
     /// fraction of the rest that is zero
     #[serde(default)]
     pub zero_fraction: f64,
+    /// fraction of pages holding second copies of OS-image pages
+    #[serde(default)]
+    pub os_copy_fraction: f64,
 }
 
 /// Where a workload's touches land.
@@ -241,7 +244,14 @@ impl Default for TouchSpec {
 
 impl From<&ContentSpecJson> for ContentSpec {
     fn from(c: &ContentSpecJson) -> Self {
-        ContentSpec { os: c.os, os_fraction: c.os_fraction, app: c.app, app_fraction: c.app_fraction, zero_fraction: c.zero_fraction }
+        ContentSpec {
+            os: c.os,
+            os_fraction: c.os_fraction,
+            app: c.app,
+            app_fraction: c.app_fraction,
+            zero_fraction: c.zero_fraction,
+            os_copy_fraction: c.os_copy_fraction,
+        }
     }
 }
 

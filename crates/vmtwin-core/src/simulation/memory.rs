@@ -2,8 +2,9 @@
 //! turning guest accesses into vCPU stalls and waits, and sampling the `mem` tables.
 //!
 //! **Boot.** At power-on the guest has loaded its OS image and application: those pages (the
-//! first `os_fraction + app_fraction` of its memory, as the content model lays them out) are
-//! mapped, so page sharing finds them before the workload runs.
+//! first `os_fraction + app_fraction` of its memory, then the `os_copy_fraction` of copies, as
+//! the content model lays them out) are mapped, so page sharing finds them before the workload
+//! runs.
 //!
 //! **Touches.** A running vCPU touches guest memory: every burst of `w` ns of CPU work touches
 //! `w * pages_per_cpu_s / 1e9` pages of its VM's working set (a fractional remainder carries to
@@ -433,7 +434,10 @@ impl Simulation {
         // with a guest OS model, what it booted: its kernel and boot page cache
         let boot = match &v.guest_os {
             Some(g) => (g.kernel_pages(pages) + pages_of(g.boot_cache_bytes) as u32).min(pages),
-            None => ((v.content.os_fraction + v.content.app_fraction).min(1.0) * f64::from(pages)) as u32,
+            None => {
+                let images = ((v.content.os_fraction + v.content.app_fraction).min(1.0) * f64::from(pages)) as u32;
+                images + ((v.content.os_copy_fraction * f64::from(pages)) as u32).min(pages - images)
+            }
         };
         let mi = mem.host.power_on(s)?;
         if let Some(a) = v.app.as_ref().filter(|a| a.file_pages() > 0) {
