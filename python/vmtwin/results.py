@@ -176,6 +176,9 @@ _ENGINE_TABLE_COLUMNS: dict[str, list[str]] = {
     "lun": ["time_s", "lun", "lun_id", *_ESXTOP_DISK],
     "path": ["time_s", "path_name", "path_id", "lun", "lun_id", "path", "adapter", "adapter_id", "up", *_ESXTOP_DISK],
     "adapter": ["time_s", "adapter", "adapter_id", *_ESXTOP_DISK],
+    # one row per completed request of the disks with log_requests (time_s: its completion)
+    "io_log": ["time_s", "vm", "vm_id", "disk", "disk_id", "lun", "lun_id", "read", "bytes", "issue_ns", "accept_ns",
+               "done_ns"],
 }
 
 #: Column order of the results tables: ``time_s``, :data:`HOST_COLUMN`, then the contract's

@@ -272,6 +272,9 @@ class Disk(_Model):
                                "requests beyond it wait in the guest (default 64, PVSCSI's).")
     workload: Optional[IoWorkload] = Field(None, description="I/O generated on this disk: iometer, poisson, bursty, filebench or trace.")
     vcpu_io: Optional[VcpuIo] = Field(None, description="The VM's vCPUs wait for synchronous I/O on this disk.")
+    log_requests: Annotated[bool, Strict()] = Field(False, description="Log every request of this disk when it completes "
+                                                    "(the io_log table: issue, accept and completion times, direction, "
+                                                    "bytes), as blktrace does in a guest.")
 
 
 class PathEvent(_Model):
@@ -577,6 +580,8 @@ def to_engine(scenario: "Scenario") -> dict:
             name = f"{inst}:{d.name}"
             disks.append({"name": name, "vm": inst, "lun": d.datastore, "shares": _shares(d.shares),
                           "span_bytes": d.size, "offset_bytes": d.offset, "queue_depth": d.queue_depth})
+            if d.log_requests:
+                disks[-1]["log_requests"] = True
             if isinstance(d.workload, TraceIo):
                 traces.append({"disk": name, "path": str(_trace_file(scenario, d.workload.path).resolve()),
                                "start_ns": d.workload.start, "speed": d.workload.speed})
@@ -635,7 +640,7 @@ def with_storage_names(tables: dict, spec: dict) -> dict:
     import pyarrow as pa
 
     out = dict(tables)
-    for tname in ("disk", "lun", "path", "adapter"):
+    for tname in ("disk", "lun", "path", "adapter", "io_log"):
         t = out.get(tname)
         if t is None:
             continue

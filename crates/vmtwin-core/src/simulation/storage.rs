@@ -14,6 +14,11 @@
 //! `adapter`, each with esxtop's disk-view columns over the sample interval ([`EsxtopDisk`]).
 //! Rows carry indices (`vm_id`, `disk_id`, `lun_id`, `path_id`, `adapter_id`); the Python side
 //! adds the names from the spec.
+//!
+//! `io_log` (only when a disk has `log_requests`): one row per completed request of the logged
+//! disks ([`crate::storage::IoRecord`]), moved into the table at each sample tick, in completion
+//! order: `time_s` (completion, s), `vm_id`, `disk_id`, `lun_id`, `read` (1 read, 0 write),
+//! `bytes`, `issue_ns` (the guest issued it), `accept_ns` (the VMM accepted it), `done_ns`.
 
 use super::Simulation;
 use crate::guest::{Next, Workload};
@@ -58,10 +63,29 @@ pub(super) struct StorageRun {
     vcpu_io_done: u64,
     prev: [Vec<DiskCounters>; 4],
     tables: [Table; 4],
+    /// the per-request log of the disks with `log_requests` (none: no disk logs)
+    io_log: Option<Table>,
 }
 
 /// Names of the four tables, in [`StorageRun::tables`] order.
 pub(super) const STORAGE_TABLES: [&str; 4] = ["disk", "lun", "path", "adapter"];
+/// Name of the per-request log table.
+pub(super) const IO_LOG_TABLE: &str = "io_log";
+
+/// The `io_log` table's schema.
+fn io_log_schema() -> [(&'static str, Value); 9] {
+    [
+        ("time_s", Value::F64(0.0)),
+        ("vm_id", Value::U32(0)),
+        ("disk_id", Value::U32(0)),
+        ("lun_id", Value::U32(0)),
+        ("read", Value::U32(0)),
+        ("bytes", Value::U32(0)),
+        ("issue_ns", Value::U64(0)),
+        ("accept_ns", Value::U64(0)),
+        ("done_ns", Value::U64(0)),
+    ]
+}
 
 /// esxtop's disk-view columns, in order (ACTV, QUED, DQLEN as counts; the rest per second or
 /// ms per command), then the interval means of ACTV and QUED and ABRTS/s.
@@ -174,6 +198,10 @@ impl Simulation {
             }
         }
         let disk_lun: Vec<u32> = section.disks.iter().map(|d| storage.lun(&d.disk.lun).expect("validated")).collect();
+        for (d, _) in section.disks.iter().enumerate().filter(|(_, d)| d.log_requests) {
+            storage.log_requests(d as u32);
+        }
+        let io_log = section.disks.iter().any(|d| d.log_requests).then(|| Table::with_schema(&io_log_schema()));
         let mut path_lun = Vec::new();
         let mut path_adapter = Vec::new();
         for (l, lun) in section.luns.iter().enumerate() {
@@ -223,6 +251,7 @@ impl Simulation {
             vcpu_io_done: 0,
             prev,
             tables,
+            io_log,
         }));
         Ok(())
     }
@@ -240,7 +269,7 @@ impl Simulation {
     /// The storage tables (empty when the scenario has no storage).
     pub(super) fn storage_tables(&self) -> Vec<(&'static str, &Table)> {
         match &self.storage_run {
-            Some(r) => STORAGE_TABLES.iter().copied().zip(r.tables.iter()).collect(),
+            Some(r) => STORAGE_TABLES.iter().copied().zip(r.tables.iter()).chain(r.io_log.iter().map(|t| (IO_LOG_TABLE, t))).collect(),
             None => Vec::new(),
         }
     }
@@ -248,7 +277,12 @@ impl Simulation {
     /// Move the storage tables' rows out.
     pub(super) fn drain_storage_tables(&mut self) -> Vec<(&'static str, Table)> {
         match &mut self.storage_run {
-            Some(r) => STORAGE_TABLES.iter().copied().zip(r.tables.iter_mut().map(Table::take)).collect(),
+            Some(r) => STORAGE_TABLES
+                .iter()
+                .copied()
+                .zip(r.tables.iter_mut().map(Table::take))
+                .chain(r.io_log.as_mut().map(|t| (IO_LOG_TABLE, t.take())))
+                .collect(),
             None => Vec::new(),
         }
     }
@@ -256,7 +290,24 @@ impl Simulation {
     /// Sample the four storage tables at `t` (a sample tick).
     #[inline(never)]
     pub(super) fn sample_storage(&mut self, t: Time) {
-        let (Some(s), Some(r)) = (self.storage.as_ref(), self.storage_run.as_mut()) else { return };
+        let (Some(s), Some(r)) = (self.storage.as_mut(), self.storage_run.as_mut()) else { return };
+        if let Some(log) = r.io_log.as_mut() {
+            for rec in s.drain_io_log() {
+                let d = rec.disk as usize;
+                log.push_row(&[
+                    ("time_s", Value::F64(rec.done as f64 / 1e9)),
+                    ("vm_id", Value::U32(r.disk_vm[d])),
+                    ("disk_id", Value::U32(rec.disk)),
+                    ("lun_id", Value::U32(r.disk_lun[d])),
+                    ("read", Value::U32(u32::from(rec.op == Op::Read))),
+                    ("bytes", Value::U32(rec.bytes)),
+                    ("issue_ns", Value::U64(rec.submitted)),
+                    ("accept_ns", Value::U64(rec.accepted)),
+                    ("done_ns", Value::U64(rec.done)),
+                ]);
+            }
+        }
+        let s = &*s;
         let time = Value::F64(t as f64 / 1e9);
         for d in 0..r.disk_vm.len() {
             let now = s.disk_counters(d as u32, t);

@@ -22,6 +22,7 @@ pub mod array;
 pub mod counters;
 pub mod device;
 pub mod hdd;
+pub mod iolog;
 pub mod params;
 pub mod psp;
 pub mod scenario;
@@ -30,6 +31,7 @@ mod stack;
 pub mod workload;
 
 pub use counters::{DiskCounters, EsxtopDisk};
+pub use iolog::IoRecord;
 pub use params::*;
 pub use psp::PspChange;
 pub use scenario::{DiskSection, DiskTrace, DiskWorkload, PathAction, PathEvent, PspEvent, StorageSection, VcpuIoSpec};

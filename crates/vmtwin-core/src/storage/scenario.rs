@@ -80,6 +80,9 @@ pub struct DiskSection {
     /// the disk: name, datastore, shares, span
     #[serde(flatten)]
     pub disk: VmDiskSpec,
+    /// log every request of this disk when it completes (the `io_log` table; off by default)
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub log_requests: bool,
 }
 
 /// An I/O generator on a VM disk (starts at its `start_ns` after the VM's power-on).

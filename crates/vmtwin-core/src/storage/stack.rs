@@ -56,7 +56,7 @@ use super::device::{ExpDevice, Ssd};
 use super::hdd::{Hdd, HddCmd};
 use super::psp::{AdaptiveChange, Nmp, PspChange, WindowStats};
 use super::workload::{GenStats, Generator, WorkloadSpec};
-use super::{DeviceSpec, IoScheduler, Op, StackParams, StorageEvent, StorageSpec, SECTOR_BYTES};
+use super::{DeviceSpec, IoRecord, IoScheduler, Op, StackParams, StorageEvent, StorageSpec, SECTOR_BYTES};
 use crate::sim::{stream_seed, Rng, Time};
 use crate::{VmtwinError, VmtwinResult};
 use std::collections::VecDeque;
@@ -159,6 +159,8 @@ struct Disk {
     span_bytes: u64,
     offset_sectors: u64,
     counters: DiskCounters,
+    /// completed requests go to [`Storage::io_log`]
+    log: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -242,6 +244,8 @@ pub struct Storage {
     psp_changes: Vec<(u32, PspChange)>,
     scratch_done: Vec<u32>,
     scratch_req: Vec<(Op, u64, u32)>,
+    /// completed requests of the disks that log them, oldest first, since the last drain
+    io_log: Vec<IoRecord>,
 }
 
 impl Storage {
@@ -325,6 +329,7 @@ impl Storage {
                     span_bytes: d.span_bytes,
                     offset_sectors: d.offset_bytes / SECTOR_BYTES,
                     counters: DiskCounters { dqlen: spec.params.sched_num_req_outstanding, ..Default::default() },
+                    log: false,
                 }
             })
             .collect();
@@ -350,6 +355,7 @@ impl Storage {
             psp_changes: Vec::new(),
             scratch_done: Vec::new(),
             scratch_req: Vec::new(),
+            io_log: Vec::new(),
         })
     }
 
@@ -470,6 +476,16 @@ impl Storage {
     /// Completions of requests submitted through [`Storage::submit`], oldest first, since the last call.
     pub fn take_completions(&mut self) -> Vec<Completion> {
         std::mem::take(&mut self.completions)
+    }
+
+    /// Log every request of VM disk `d` when it completes ([`IoRecord`]; off by default).
+    pub fn log_requests(&mut self, d: u32) {
+        self.disks[d as usize].log = true;
+    }
+
+    /// The logged requests completed since the last call, oldest first.
+    pub fn drain_io_log(&mut self) -> std::vec::Drain<'_, IoRecord> {
+        self.io_log.drain(..)
     }
 
     // ---- driving ----
@@ -907,6 +923,9 @@ impl Storage {
                 d.vq_inflight -= 1;
                 let (op, len, issued, qtime) = (p.op, p.len, p.issued, p.qtime);
                 d.counters.complete(op == Op::Read, u64::from(len), davg, now - issued, qtime);
+                if d.log {
+                    self.io_log.push(IoRecord { disk: c.disk, op, bytes: len, submitted: p.submitted, accepted: issued, done: now });
+                }
             }
             let cm = &mut self.cmds[m as usize];
             cm.state = State::Free;
