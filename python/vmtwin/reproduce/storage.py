@@ -40,5 +40,7 @@ STORAGE_EXPERIMENTS = [
 from vmtwin.reproduce.storage_engine import STORAGE_ENGINE_EXPERIMENTS  # noqa: E402 - engine runs, same family
 
 from vmtwin.reproduce.storage_kraft import STORAGE_KRAFT_EXPERIMENTS  # noqa: E402 - engine runs, same family
+from vmtwin.reproduce.storage_kraft_models import STORAGE_KRAFT_MODEL_EXPERIMENTS  # noqa: E402 - models on engine runs
 
-STORAGE_EXPERIMENTS = [*STORAGE_EXPERIMENTS, *STORAGE_ENGINE_EXPERIMENTS, *STORAGE_KRAFT_EXPERIMENTS]
+STORAGE_EXPERIMENTS = [*STORAGE_EXPERIMENTS, *STORAGE_ENGINE_EXPERIMENTS, *STORAGE_KRAFT_EXPERIMENTS,
+                       *STORAGE_KRAFT_MODEL_EXPERIMENTS]

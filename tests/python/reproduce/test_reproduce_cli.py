@@ -22,6 +22,8 @@ ALL_IDS += ["storage-table2", "storage-table6", "storage-tables13-15"]
 # storage engine runs (tested in tests/python/storage)
 ALL_IDS += ["psp-rr-vs-adaptive", "storage-sfqd-shares"]
 ALL_IDS += ["storage-kraft-consolidation"]
+# Kraft's models fed logged engine runs (tested in tests/python/storage/test_storage_kraft_models.py)
+ALL_IDS += ["storage-kraft-homogeneous", "storage-kraft-decomposition"]
 # issue 9: wide-VM NUMA locality (clients tested in crates/vmtwin-core/tests/cpu_locality.rs)
 ALL_IDS += ["cpu-wide-vm-locality"]
 # issue 9: relaxed co-scheduling, Figures 6-7 (tested in tests/python/cpu/test_cosched_reproduce.py)
