@@ -20,10 +20,10 @@ def test_psp_rows_report_every_block_size_and_judge_the_paper_trends():
     assert [r.x for r in per_size] == [4, 8, 16, 32, 64, 128, 256]
     assert all(not r.judged for r in per_size)
     judged = {r.metric: r for r in rows if r.judged}
-    assert judged["largest throughput gain over block sizes, %"].source == "published"
-    assert judged["Adaptive >= RR at every block size (1 = yes)"].verdict == "PASS"
+    assert judged["largest throughput gain over block sizes, % (prediction)"].source == "published"
+    assert judged["Adaptive >= RR at every block size (1 = yes) (prediction)"].verdict == "PASS"
     # the largest gain is the largest of the per-size rows (an independent max over what is shown)
-    assert judged["largest throughput gain over block sizes, %"].simulated == pytest.approx(max(r.simulated for r in per_size))
+    assert judged["largest throughput gain over block sizes, % (prediction)"].simulated == pytest.approx(max(r.simulated for r in per_size))
     # below saturation (4 kB: DQLEN keeps DAVG under t_a) Adaptive behaves exactly as RR
     assert per_size[0].simulated == pytest.approx(0.0, abs=1e-9)
     # the mechanism's bounds, computed from the array's constants (owner's command capacity at
@@ -31,4 +31,4 @@ def test_psp_rows_report_every_block_size_and_judge_the_paper_trends():
     oracle = [r for r in rows if r.judged and r.source == "derived" and "(1 = yes)" not in r.metric]
     assert len(oracle) == 4 and all(r.verdict == "PASS" for r in oracle), [(r.metric, r.simulated) for r in oracle]
     # the paper's trend: the gain does not fall with the block size
-    assert judged["gain non-decreasing in block size (1 = yes)"].verdict == "PASS"
+    assert judged["gain non-decreasing in block size (1 = yes) (prediction)"].verdict == "PASS"
