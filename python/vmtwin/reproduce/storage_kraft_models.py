@@ -40,7 +40,9 @@ engine, not in the model). Everything else is a prediction:
   beside Tables 13 (mix), 14 (total and per-VM throughputs) and 15 (linear read and write response
   times); and the decomposition simulation (``kraft_decomposition``, Algorithm 3, parameters by
   eqs. 21-23 from the logged isolation runs) beside Table 15's simulation columns;
-- the engine's consolidated throughputs and response times beside Table 12's measured ones.
+- the engine's consolidated throughputs and response times beside Table 12's measured ones;
+- Fig. 13 (b): the simulation's relative error on web reads' 90th percentile (the paper's 0.0755 s
+  measured vs 0.0726 s simulated; its mix is not named, Web+Mail is used).
 """
 
 from __future__ import annotations
@@ -206,6 +208,9 @@ TABLE15_SIM_R = {"File+Mail": (0.17, 0.10), "Web+File": (0.09, 0.25), "Web+Mail"
                  "Mail+Web+Mail": (0.06, 0.21, 0.04), "Mail+Web+Web": (0.14, 0.26, 0.19),
                  "Web+Web+File": (0.29, 0.37, 0.21), "Web+File+File": (0.33, 0.25, 0.26),
                  "Mail+Mail+File": (0.12, 0.16, 0.06)}
+#: Fig. 13 (b): the simulation's relative error on web reads' 90th percentile, 0.0755 s
+#: measured vs 0.0726 s simulated (B1.18), derived.
+FIG13_P90_ERROR = abs(0.0755 - 0.0726) / 0.0755
 #: Fig. 2 ([K] §1): "mean response time increases of roughly 170% and 71% for web and mail".
 FIG2_INCREASE = {"web": 170.0, "mail": 71.0}
 #: Tolerances (chosen): a throughput or response time within this relative error of the paper's;
@@ -347,6 +352,14 @@ def _decomposition_rows() -> list[Row]:
                     note="Table 12 measured; engine: the consolidated run"),
             ]
         if mix == "Web+Mail":
+            rd = con_req[0][con_req[0]["read"] == 1]
+            p90 = float(np.quantile((rd["done_ns"] - rd["issue_ns"]) / 1e6, 0.9))
+            rows.append(Row(exp, "Fig. 13 (b): web read 90th percentile, simulation's relative error, Web+Mail (prediction)",
+                            FIG13_P90_ERROR, rel_error(p90, fit.quantiles[0.9][0] * 1e3), ERROR_TOL, series="Fig. 13",
+                            source="derived",
+                            note=f"[K] §7.1.4: web reads' 90th percentile 0.0755 s measured, 0.0726 s simulated: |Δ| / measured = "
+                                 f"{FIG13_P90_ERROR:.3f}; the paper does not name the mix, Web+Mail is chosen; engine: "
+                                 f"{p90:.1f} ms, decomposition simulation {fit.quantiles[0.9][0] * 1e3:.1f} ms"))
             for i, w in enumerate(wl):
                 inc = 100.0 * (con[i].read_resp_ms / iso[w].read_resp_ms - 1.0)
                 rows.append(Row(exp, f"Fig. 2: {w} read response-time increase, Web+Mail (%) (prediction)", FIG2_INCREASE[w],
