@@ -66,6 +66,18 @@ struct Watch {
     lead_max: u64,
     /// most events at one instant
     same_instant_max: u32,
+    /// `relaxed-4x`: largest lead over its slowest sibling of a vCPU leaving COSTOP, ns (the
+    /// co-start skew bounds it: it leaves only once its laggards caught up)
+    release_lead_max: u64,
+    /// `relaxed-4x`: smallest lead over its slowest sibling of a vCPU left in COSTOP after an
+    /// instant, ns (it must exceed the co-start skew: else it should have been released)
+    held_lead_min: Option<u64>,
+    /// vCPUs that left COSTOP
+    releases: u64,
+    /// `strict` / `relaxed-3x`: smallest, over instants and VMs with a vCPU in COSTOP, of the
+    /// VM's largest cumulative skew (C10, recomputed here), ns: a co-stop lasts only while some
+    /// skew is over the co-start skew
+    costop_vm_skew_min: Option<u64>,
 }
 
 /// Run `s` to its end, watching every VM's siblings after every instant.
@@ -106,8 +118,23 @@ fn watch(s: SimSpec) -> (Simulation, Watch) {
             }
         }
         last = sim.now();
+        let before = states.clone();
         for (i, st) in states.iter_mut().enumerate() {
             *st = sim.sched().vcpus[i].state;
+        }
+        for (vm, &f) in first.iter().enumerate() {
+            let sibs = f..f + sizes[vm];
+            let slowest = sibs.clone().map(|j| progress(&sim, j)).min().unwrap_or(0);
+            for i in sibs {
+                let lead = progress(&sim, i) - slowest;
+                if before[i] == VcpuState::Costop && states[i] != VcpuState::Costop {
+                    w.releases += 1;
+                    w.release_lead_max = w.release_lead_max.max(lead);
+                }
+                if states[i] == VcpuState::Costop {
+                    w.held_lead_min = Some(w.held_lead_min.map_or(lead, |m| m.min(lead)));
+                }
+            }
         }
         for (vm, &f) in first.iter().enumerate() {
             let sibs = f..f + sizes[vm];
@@ -122,6 +149,10 @@ fn watch(s: SimSpec) -> (Simulation, Watch) {
                 } else if let Some(from) = stretch_from[j].take() {
                     w.run_beside_ready_max = w.run_beside_ready_max.max(last - from);
                 }
+            }
+            if sibs.clone().any(|i| states[i] == VcpuState::Costop) {
+                let most = sibs.clone().map(|i| skew[i]).max().unwrap_or(0);
+                w.costop_vm_skew_min = Some(w.costop_vm_skew_min.map_or(most, |m| m.min(most)));
             }
             for i in sibs.clone() {
                 if states[i] == VcpuState::Ready {
@@ -192,10 +223,12 @@ proptest! {
         prop_assert!(w.run_beside_ready_max <= th + 1, "{:?}", w);
         prop_assert!(!w.run_beside_costop, "{:?}", w);
         prop_assert!(w.ready_skew_max <= th, "{:?}", w);
+        prop_assert!(w.costop_vm_skew_min.is_none_or(|m| m > th), "{:?}", w);
         prop_assert!(conserved(&mut sim, specs.len()).is_ok(), "{:?}", conserved(&mut sim, specs.len()));
     }
 
-    /// `relaxed-3x`: co-stop is VM-wide too, time is conserved.
+    /// `relaxed-3x`: co-stop is VM-wide too, and a VM stays co-stopped only while some skew is
+    /// over the threshold; time is conserved.
     #[test]
     fn relaxed_3x_costops_the_whole_vm(
         pcpus in 1u32..5,
@@ -206,6 +239,7 @@ proptest! {
         let specs = build(pcpus, &vms);
         let (mut sim, w) = watch(with_mode(spec(pcpus, 2 * S, specs.clone()), CoschedMode::Relaxed3x, th));
         prop_assert!(!w.run_beside_costop, "{:?}", w);
+        prop_assert!(w.costop_vm_skew_min.is_none_or(|m| m > th), "{:?}", w);
         prop_assert!(conserved(&mut sim, specs.len()).is_ok(), "{:?}", conserved(&mut sim, specs.len()));
     }
 
@@ -225,6 +259,33 @@ proptest! {
         let (mut sim, w) = watch(s);
         prop_assert!(w.lead_max <= th + quantum, "{:?}", w);
         prop_assert!(w.lead_max <= th, "{:?}", w);
+        prop_assert!(conserved(&mut sim, specs.len()).is_ok(), "{:?}", conserved(&mut sim, specs.len()));
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, rng_seed: RngSeed::Fixed(2027), ..ProptestConfig::default() })]
+
+    /// `relaxed-4x` with a co-start skew (C12's hysteresis, drawn from 0 to the threshold): a
+    /// co-stopped vCPU leaves COSTOP only once no sibling is more than the co-start skew behind
+    /// it, and is never left in COSTOP once none is (judged from the public counters after
+    /// every instant); the lead bound and time conservation still hold.
+    #[test]
+    fn relaxed_4x_costop_lasts_until_the_laggards_caught_up(
+        pcpus in 1u32..5,
+        threshold_us in 100u64..5000,
+        costart_pct in prop_oneof![Just(0u64), Just(100u64), 0u64..100],
+        vms in random_vms(),
+    ) {
+        let th = threshold_us * 1000;
+        let cs = th * costart_pct / 100;
+        let specs = build(pcpus, &vms);
+        let mut s = with_mode(spec(pcpus, 2 * S, specs.clone()), CoschedMode::Relaxed4x, th);
+        s.cpu_sched.cosched_costart_skew_ns = cs;
+        let (mut sim, w) = watch(s);
+        prop_assert!(w.lead_max <= th, "{:?}", w);
+        prop_assert!(w.release_lead_max <= cs, "released early: {:?}", w);
+        prop_assert!(w.held_lead_min.is_none_or(|m| m > cs), "held late: {:?}", w);
         prop_assert!(conserved(&mut sim, specs.len()).is_ok(), "{:?}", conserved(&mut sim, specs.len()));
     }
 }

@@ -13,15 +13,31 @@
 //! - `relaxed-3x` (ESX 3.x): the same cumulative skew and VM-wide co-stop, but co-start needs
 //!   pCPUs only for the *laggards*, the vCPUs whose skew is over the threshold.
 //! - `relaxed-4x` (ESX 4.x): progress is tracked per vCPU and skew is each vCPU's lead over the
-//!   slowest sibling, `skew_i = p_i - min_j p_j`. Only a leader is stopped; it may run again
-//!   once every sibling it leads by more than the threshold progresses (runs beside it, or has
-//!   caught up) — the pairwise rule that reproduces Table 1's nine choices (A4.4).
+//!   slowest sibling, `skew_i = p_i - min_j p_j`. Only a leader is stopped, when its lead over
+//!   a sibling that is not progressing passes the threshold (the pairwise rule that reproduces
+//!   Table 1's nine choices, A4.4); it starts again once its laggards have *caught up*: no
+//!   sibling is more than the co-start skew behind it ([`caught_up`]).
+//!
+//! # Does skew decay, and when does a co-stop end?
+//! The paper's answer, per generation ([WP §2.2, §3.1]; research/cpu.md C10, C12):
+//! - ESX 2.x/3.x: the cumulative skew "only shrinks" once co-started: it decays while the vCPU
+//!   progresses (C10's rate, -1 per ns). 3.x requires the laggards "to be scheduled together
+//!   until the skew decreased sufficiently".
+//! - ESX 4.x: skew is a difference of cumulative progress. It does not decay with time; only
+//!   the laggard's progress closes it. That is the drift the guest sees (a watchdog compares
+//!   real progress), so a decay would let real drift grow without bound. A co-stop ends
+//!   "once the lagging vCPUs catch up": when they have closed the gap, not when they merely
+//!   start to move. The co-start skew (`cosched_costart_skew_ns`, default 0) names "caught up";
+//!   C12's optional hysteresis is the threshold minus it. Set to the threshold, a stop ends as
+//!   soon as the laggard is within the threshold again, so a pair stays a threshold apart and
+//!   every READY wait of the laggard co-stops the leader once more (bench-cpu160: 19.9
+//!   co-stops per vCPU per second, against 4.5 with the default).
 //!
 //! In the engine, `relaxed-4x` is event-driven and exact: between scheduler events every
 //! vCPU's progress grows at rate 0 or 1, so the moment a running leader's lead over a sibling
 //! that is not progressing reaches the threshold is known in advance and a timer stops it
-//! then ([`next_block_in`]); a co-stopped vCPU is released when a sibling it waits for starts
-//! progressing, which is itself an event ([`blocked`]).
+//! then ([`next_block_in`]), and so is the moment a co-stopped vCPU's laggards have caught up
+//! while they progress ([`next_release_in`]); the VM's one timer is set for the earlier.
 //!
 //! `strict` and `relaxed-3x` are event-driven the same way. Between events each cumulative
 //! skew changes at rate -1, 0 or +1, so the moment the first sibling waiting for a pCPU (READY)
@@ -46,9 +62,10 @@
 //! skew may pass the threshold by up to a tick; `strict` co-stops at the exact moment.
 //!
 //! # Tunables
-//! `cosched_mode` (per host: `off`, `strict`, `relaxed-3x` or `relaxed-4x`) and
+//! `cosched_mode` (per host: `off`, `strict`, `relaxed-3x` or `relaxed-4x`),
 //! `cosched_skew_threshold_ns` (3 ms: the paper says only "a few milliseconds", research/cpu.md
-//! C9), in [`super::CpuSchedParams`].
+//! C9) and `cosched_costart_skew_ns` (0: "once the lagging vCPUs catch up" [WP §3.1], above;
+//! read by `relaxed-4x` only), in [`super::CpuSchedParams`].
 //!
 //! # Counters
 //! Per vCPU, cumulative ns in COSTOP (esxtop %CSTP), and co-stops (transitions into COSTOP,
@@ -56,6 +73,11 @@
 //! `costarts` (VM-level co-stops and gang co-starts, strict and relaxed-3x).
 //!
 //! # Known gaps
+//! - `strict` and `relaxed-3x` end a co-stop at its gang co-start, so their co-stops last 0 ns
+//!   when a pCPU is found at once (the leader's pCPU is one), and %CSTP reads 0 under
+//!   `relaxed-3x` on B4's setup. A co-stop that lasts until the gang's skew is down to the
+//!   co-start skew, with held vCPUs taking only idle pCPUs, was tried (session 19) and broke the
+//!   max-min proptest: a held vCPU loses its share to other VMs (docs/cosched.md).
 //! - Hypervisor time is not modelled (C11's fraction `h_i` is 0), so ESX 3.x's and 4.x's
 //!   progress are the same measure here; they differ only in how skew is derived from it.
 //! - `relaxed-3x`: a READY vCPU's skew can pass the threshold by more than the tick (1.30 ms
@@ -177,6 +199,30 @@ pub fn blocked(i: usize, progress_ns: &[Time], progressing: &[bool], threshold_n
     progress_ns.iter().zip(progressing).any(|(&q, &moving)| !moving && p > q + threshold_ns)
 }
 
+/// Under `relaxed-4x`, may co-stopped vCPU `i` start again? Once its laggards have caught up:
+/// no sibling is more than the co-start skew behind it (`costart_ns`, below the threshold: the
+/// hysteresis of C12). Until then it stays stopped even while they run, so that they close the
+/// gap instead of running beside it at a constant lead [WP §3.1: "Once the lagging vCPUs catch
+/// up, the stopped vCPUs can start individually"].
+#[inline]
+pub fn caught_up(i: usize, progress_ns: &[Time], costart_ns: Time) -> bool {
+    let p = progress_ns[i];
+    progress_ns.iter().all(|&q| p <= q + costart_ns)
+}
+
+/// Under `relaxed-4x`, how long until co-stopped vCPU `i` has caught up ([`caught_up`]), if
+/// nothing changes meanwhile: every sibling more than the co-start skew behind must be
+/// progressing (rate 1; `i` itself is stopped), and the slowest one sets the time; `None` if
+/// one of them stands still.
+pub fn next_release_in(i: usize, progress_ns: &[Time], progressing: &[bool], costart_ns: Time) -> Option<Time> {
+    let mark = progress_ns[i].saturating_sub(costart_ns);
+    let behind = progress_ns.iter().zip(progressing).filter(|(&q, _)| q < mark);
+    if behind.clone().any(|(_, &moving)| !moving) {
+        return None;
+    }
+    Some(behind.map(|(&q, _)| mark - q).max().unwrap_or(0))
+}
+
 /// A `relaxed-4x` VM's siblings reduced to what [`blocked`] and [`next_block_in`] read: the
 /// least progress of a sibling that is not progressing and the most of a running one. A vCPU
 /// leads some still sibling by more than the threshold exactly when it leads the slowest still
@@ -186,17 +232,20 @@ pub fn blocked(i: usize, progress_ns: &[Time], progressing: &[bool], threshold_n
 pub struct Lead {
     /// least progress of a sibling not progressing, ns; `Time::MAX` when every one progresses
     pub slowest_still: Time,
+    /// least progress of any sibling, ns; `Time::MAX` when none was seen
+    pub slowest: Time,
     /// most progress of a running sibling, ns; `None` when none runs
     pub leader: Option<Time>,
 }
 
 impl Lead {
     /// No sibling seen yet.
-    pub const NONE: Lead = Lead { slowest_still: Time::MAX, leader: None };
+    pub const NONE: Lead = Lead { slowest_still: Time::MAX, slowest: Time::MAX, leader: None };
 
     /// Count in a sibling with `progress_ns`, progressing or not, running or not.
     #[inline(always)]
     pub fn add(&mut self, progress_ns: Time, progressing: bool, running: bool) {
+        self.slowest = self.slowest.min(progress_ns);
         if !progressing {
             self.slowest_still = self.slowest_still.min(progress_ns);
         } else if running {
@@ -208,6 +257,22 @@ impl Lead {
     #[inline]
     pub fn blocks(&self, progress_ns: Time, threshold_ns: Time) -> bool {
         progress_ns.saturating_sub(threshold_ns) > self.slowest_still
+    }
+
+    /// [`caught_up`] for a co-stopped vCPU at `progress_ns`.
+    #[inline]
+    pub fn caught_up(&self, progress_ns: Time, costart_ns: Time) -> bool {
+        progress_ns.saturating_sub(costart_ns) <= self.slowest
+    }
+
+    /// [`next_release_in`] for a co-stopped vCPU at `progress_ns`.
+    #[inline]
+    pub fn next_release_in(&self, progress_ns: Time, costart_ns: Time) -> Option<Time> {
+        let mark = progress_ns.saturating_sub(costart_ns);
+        if self.slowest_still < mark {
+            return None;
+        }
+        Some(mark.saturating_sub(self.slowest))
     }
 
     /// [`next_block_in`].
@@ -276,6 +341,7 @@ pub struct Siblings {
     pub prog: Vec<bool>,
     /// `strict` / `relaxed-3x`: the whole VM is co-stopped, waiting for a gang co-start
     pub costopped: bool,
+
 }
 
 fn bits(flags: impl Iterator<Item = bool>) -> u64 {
@@ -387,6 +453,19 @@ mod tests {
                 proptest::prop_assert_eq!(lead.blocks(progress[i], th), blocked(i, &progress, &moving, th));
             }
             proptest::prop_assert_eq!(lead.next_block_in(th), next_block_in(&progress, &running, &moving, th));
+            for cs in [0, th / 2, th] {
+                for i in 0..sibs.len() {
+                    proptest::prop_assert_eq!(lead.caught_up(progress[i], cs), caught_up(i, &progress, cs));
+                    // the stopped vCPU itself stands still
+                    let mut still = moving.clone();
+                    still[i] = false;
+                    let mut l = Lead::NONE;
+                    for j in 0..sibs.len() {
+                        l.add(progress[j], still[j], running[j] && j != i);
+                    }
+                    proptest::prop_assert_eq!(l.next_release_in(progress[i], cs), next_release_in(i, &progress, &still, cs));
+                }
+            }
         }
     }
 

@@ -23,8 +23,8 @@ mod sched;
 
 pub use cells::{cell_ranges, choose_move, least_loaded, lock_wait_ns, target_llc, CellVm};
 pub use cosched::{
-    blocked, gang_needs, lead_skew, may_run_together, next_block_in, next_laggard_in, CoschedMode, CumulativeSkew, Lead,
-    SKEW_TICK_NS,
+    blocked, caught_up, gang_needs, lead_skew, may_run_together, next_block_in, next_laggard_in, next_release_in,
+    CoschedMode, CumulativeSkew, Lead, SKEW_TICK_NS,
 };
 pub use entitlement::{water_fill, water_level, Claim};
 pub use limit::{TokenBucket, LIMIT_BORROW_NS, LIMIT_MIN_SLICE_NS};

@@ -41,6 +41,12 @@ pub struct CpuSchedParams {
     /// Skew past which a leading vCPU is co-stopped, in ns. Default 3 ms: the paper's "a few
     /// milliseconds" (research/cpu.md C9).
     pub cosched_skew_threshold_ns: Time,
+    /// Co-start skew of `relaxed-4x`, in ns: a co-stopped vCPU starts again once no sibling is
+    /// more than this behind it (its laggards have caught up), not as soon as they move. At
+    /// most the threshold; the threshold itself is C12's "no hysteresis". Default 0: "once the
+    /// lagging vCPUs catch up, the stopped vCPUs can start individually" [WP §3.1], caught up
+    /// being no skew left (`cosched.rs`). `strict` and `relaxed-3x` do not read it yet.
+    pub cosched_costart_skew_ns: Time,
     /// LLC-aware placement and load balancing (ESX 4, research/cpu.md A6.3), a switch (dimensionless): a waking
     /// vCPU looks for an idle pCPU in its last pCPU's LLC before going further, and a pCPU that
     /// pulls work looks at its own LLC's queues first. Off: the scheduler sees no caches (ESX
@@ -184,6 +190,7 @@ impl Default for CpuSchedParams {
             demand_ewma_weight: 0.5,
             cosched_mode: CoschedMode::Off,
             cosched_skew_threshold_ns: 3 * NS_PER_MS,
+            cosched_costart_skew_ns: 0,
             llc_aware: true,
             llc_balance: false,
             extended_fairness: false,
@@ -249,6 +256,13 @@ impl CpuSchedParams {
         }
         if self.cosched_skew_threshold_ns == 0 {
             invalid!("cpu_scheduler.cosched_skew_threshold", self.cosched_skew_threshold_ns, "a duration > 0");
+        }
+        if self.cosched_costart_skew_ns > self.cosched_skew_threshold_ns {
+            invalid!(
+                "cpu_scheduler.cosched_costart_skew",
+                self.cosched_costart_skew_ns,
+                "a duration >= 0 and at most cosched_skew_threshold"
+            );
         }
         if self.extended_fairness_period_ns == 0 {
             invalid!("cpu_scheduler.extended_fairness_period", self.extended_fairness_period_ns, "a duration > 0");

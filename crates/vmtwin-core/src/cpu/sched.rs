@@ -1821,13 +1821,15 @@ impl CpuSched {
             self.waiting.retain(|&w| w != vm);
         }
         for v in std::mem::take(&mut self.gangs[vm as usize].stopped) {
-            self.set_state(v, now, VcpuState::Ready);
             if self.vcpus[v as usize].stale > 0 && self.idle_count == 0 {
                 // still queued from before the co-stop: that entry is live again
                 self.vcpus[v as usize].stale -= 1;
+                self.set_state(v, now, VcpuState::Ready);
                 continue;
             }
+            // the key before the state: the fair clock takes a vCPU in at its key
             self.place_key(v, now, true);
+            self.set_state(v, now, VcpuState::Ready);
             self.place_with(v, now, q, false);
         }
     }
@@ -1903,6 +1905,7 @@ impl CpuSched {
     #[inline(never)]
     fn settle_dirty(&mut self, now: Time, q: &mut EventQueue) {
         let th = self.params.cosched_skew_threshold_ns;
+        let cs = self.params.cosched_costart_skew_ns;
         while let Some(vm) = self.next_dirty() {
             if self.params.cosched_mode != CoschedMode::Relaxed4x {
                 self.gang_settle(vm, now, q);
@@ -1913,7 +1916,9 @@ impl CpuSched {
                 let mut stopped = std::mem::replace(&mut self.gangs[vm as usize].stopped, spare);
                 let mut lead = self.lead_of(vm, now);
                 for &v in &stopped {
-                    if lead.blocks(self.vcpus[v as usize].progress_ns(now), th) {
+                    // held until its laggards have caught up (the co-start skew), not only
+                    // until they move: see `cosched::caught_up`
+                    if !lead.caught_up(self.vcpus[v as usize].progress_ns(now), cs) {
                         self.gangs[vm as usize].stopped.push(v);
                     } else {
                         // released like a vCPU a limit held (owed at most half the lag credit),
@@ -1921,8 +1926,9 @@ impl CpuSched {
                         // pCPU by preemption could stop that sibling, or another VM's, and so
                         // co-stop and release again at the same instant, forever. The next
                         // ones are judged by the siblings as this one's placement finds them.
-                        self.set_state(v, now, VcpuState::Ready);
+                        // (the key before the state: the fair clock takes it in at its key)
                         self.place_key(v, now, true);
+                        self.set_state(v, now, VcpuState::Ready);
                         lead = self.lead_of(vm, now);
                         self.place_with(v, now, q, false);
                     }
@@ -1933,7 +1939,15 @@ impl CpuSched {
             // the timer at the moment a running vCPU first leads too far, moved later or
             // cancelled as well as earlier: until the siblings change again that moment is
             // fixed, and a look before it would find no vCPU to stop
-            let at = self.lead_of(vm, now).next_block_in(th).map_or(Time::MAX, |d| now + d);
+            // ... or at the moment a co-stopped one has caught up, if that is earlier
+            let lead = self.lead_of(vm, now);
+            let mut due = lead.next_block_in(th);
+            for &v in &self.gangs[vm as usize].stopped {
+                if let Some(d) = lead.next_release_in(self.vcpus[v as usize].progress_ns(now), cs) {
+                    due = Some(due.map_or(d, |e| e.min(d)));
+                }
+            }
+            let at = due.map_or(Time::MAX, |d| now + d);
             let slot = self.cosched_slot(vm);
             let g = &mut self.gangs[vm as usize];
             if at != g.timer_at {
