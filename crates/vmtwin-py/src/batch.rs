@@ -2,10 +2,10 @@
 //! for the cluster runner. Thin: JSON specs in, the joined tables as raw columns out.
 //!
 //! The hosts are built (`Batch::prepare`), then one `bytes` object is allocated for all the
-//! columns (about 55 MB for 256 PlanetLab hosts) without zeroing and asked for transparent huge
-//! pages, and the hosts run writing their rows straight into it (`Batch::run_into`), on the
-//! threads without the GIL; each column is a `memoryview` slice of it. Zeroed `bytes` per column
-//! cost more than the simulation: a page fault and a clear per 4 KB, then the copy.
+//! columns (about 55 MB for 256 PlanetLab hosts) without zeroing, and the hosts run writing
+//! their rows straight into it (`Batch::run_into`), on the threads without the GIL; each column
+//! is a `memoryview` slice of it. Zeroed `bytes` per column cost more than the simulation (a
+//! clear per 4 KB, then the copy), and so did per-host tables joined at the end.
 
 use crate::error::PyVmtwinErr;
 use pyo3::prelude::*;
@@ -15,9 +15,6 @@ use vmtwin_core::spec::SimSpec;
 
 /// Columns start at multiples of this many bytes in the batch's buffer (Arrow's alignment).
 const COLUMN_ALIGN: usize = 64;
-
-/// Bytes of a transparent huge page (x86-64, aarch64 with 4 KB pages).
-const HUGE_PAGE: usize = 2 << 20;
 
 /// Run every host of `specs` (one engine spec as JSON text each, `fidelity: fluid`) on
 /// `threads` threads, without the GIL. Returns `(tables, hosts, first_params)`: `tables` as
@@ -82,16 +79,14 @@ pub fn run_fluid_hosts<'py>(
         }
         at.push(starts);
     }
-    // the columns start at a huge-page boundary inside the buffer and fill whole huge pages
-    // (the padding is never touched, so it costs address space only): the unaligned head and
-    // tail of a buffer were faulted in 4 KB pages, a few hundred faults per call
-    let buffer = uninit_bytes(py, total + 2 * HUGE_PAGE)?;
+    // no transparent huge pages for it (MADV_HUGEPAGE): on this project's shared 2-core machine
+    // a huge-page fault often stalls in the kernel's direct compaction, and a cold PlanetLab
+    // day's calls took 0.15-0.18 s of system time with the advice against 0.05-0.06 s without it
+    // (33 k faults of 4 KB instead of 2 k); when huge pages were free it took 0.03 s
+    let buffer = uninit_bytes(py, total)?;
     // SAFETY: `buffer` is a new bytes object that nothing else refers to yet; its bytes are
     // written here (disjoint column slices) before any Python code sees it.
-    let data = unsafe { pyo3::ffi::PyBytes_AsString(buffer.as_ptr()) } as usize;
-    let base = data.next_multiple_of(HUGE_PAGE);
-    advise_huge_pages(base, total.next_multiple_of(HUGE_PAGE));
-    let skip = base - data;
+    let base = unsafe { pyo3::ffi::PyBytes_AsString(buffer.as_ptr()) } as usize;
     let ran = py.allow_threads(|| {
         let outs: Vec<Vec<&mut [u8]>> = sizes
             .iter()
@@ -115,7 +110,7 @@ pub fn run_fluid_hosts<'py>(
         let cols = PyDict::new(py);
         for (c, (col, dtype)) in columns.iter().enumerate() {
             // the rows written: a host refused a power-on writes fewer than the bound
-            let (s, n) = ((skip + at[k][c]) as isize, (ran.rows[k] * if *dtype == "u32" { 4 } else { 8 }) as isize);
+            let (s, n) = (at[k][c] as isize, (ran.rows[k] * if *dtype == "u32" { 4 } else { 8 }) as isize);
             cols.set_item(*col, (*dtype, view.get_item(PySlice::new(py, s, s + n, 1))?))?;
         }
         tables.set_item(*name, cols)?;
@@ -146,24 +141,4 @@ fn uninit_bytes(py: Python<'_>, n: usize) -> PyResult<Bound<'_, PyBytes>> {
     // SAFETY: a null pointer asks CPython for an uninitialised bytes object of `len` bytes; a
     // null result is a raised MemoryError, which `from_owned_ptr_or_err` returns.
     unsafe { Ok(Bound::from_owned_ptr_or_err(py, pyo3::ffi::PyBytes_FromStringAndSize(std::ptr::null(), len))?.downcast_into_unchecked()) }
-}
-
-/// Ask Linux for transparent huge pages over the 2 MB-aligned part of `[base, base + n)`: one
-/// fault per 2 MB instead of per 4 KB while the columns are written. Advice only; ignored elsewhere.
-fn advise_huge_pages(base: usize, n: usize) {
-    #[cfg(target_os = "linux")]
-    {
-        const HUGE: usize = HUGE_PAGE;
-        const MADV_HUGEPAGE: i32 = 14;
-        extern "C" {
-            fn madvise(addr: *mut std::ffi::c_void, len: usize, advice: i32) -> i32;
-        }
-        let (start, end) = (base.next_multiple_of(HUGE), (base + n) / HUGE * HUGE);
-        if end > start {
-            // SAFETY: the range lies inside the buffer's own allocation; MADV_HUGEPAGE changes no contents.
-            unsafe { madvise(start as *mut std::ffi::c_void, end - start, MADV_HUGEPAGE) };
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = (base, n);
 }
