@@ -480,7 +480,8 @@ def sharing_overhead() -> list[Row]:
                     source="published",
                     note='"the aggregate throughput was actually 0.5% higher with page sharing enabled" [S1 §4.3]; '
                     "tolerance: the published runs' spread below that mean (to -1.6%). The model has the scan's CPU "
-                    "cost and no cache model, so it can only lose; the paper credits its gain to better locality "
+                    "cost and no cache model, so a lone VM can only lose (with several, the scans' CPU moves the "
+                    "schedule: noise either way); the paper credits its gain to better locality "
                     "in physically-indexed caches (research/memory.md C.26)"))
     return rows
 
