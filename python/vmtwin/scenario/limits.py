@@ -142,8 +142,8 @@ def _time_fields(sc: Scenario) -> Iterator[tuple[str, int]]:
 
     yield "duration", sc.duration
     yield "sample_interval", sc.sample_interval
-    for key in ("quantum", "entitlement_interval", "limit_burst", "wake_preempt_margin", "max_lag", "cosched_skew_threshold",
-                "cosched_costart_skew"):
+    for key in ("quantum", "entitlement_interval", "limit_burst", "wake_preempt_margin", "max_lag", "max_debt",
+                "cosched_skew_threshold", "cosched_costart_skew"):
         value = getattr(sc.cpu_scheduler, key)
         if value is not None:
             yield f"cpu_scheduler.{key}", value

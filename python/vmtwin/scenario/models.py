@@ -105,6 +105,9 @@ class CpuScheduler(_Model):
     limit_burst: Optional[Nanos] = Field(None, description="Burst a limited VM may run ahead of its limit, e.g. '100ms'.")
     wake_preempt_margin: Optional[Nanos] = Field(None, description="Priority margin for a waking vCPU to preempt, e.g. '1ms'.")
     max_lag: Optional[Nanos] = Field(None, description="Most CPU time a vCPU may be owed or owe the fair clock, e.g. '100ms'.")
+    max_debt: Optional[Nanos] = Field(
+        None, description="Most CPU time a runnable vCPU may owe the fair clock at an entitlement update, e.g. '300ms'."
+    )
     demand_ewma_weight: Optional[Annotated[float, Strict(), Field(gt=0.0, le=1.0)]] = Field(
         None, description="Weight of the newest sample in the demand EWMA, in (0, 1]."
     )

@@ -23,9 +23,13 @@
 //!   less than its entitlement) therefore wakes owed up to `max_lag_ns` and runs at once, which
 //!   is what lets it receive its whole demand with near-zero ready time.
 //! - Lag is bounded for every vCPU, runnable or not: the scheduler clamps every lag to
-//!   `max_lag_ns` at each entitlement update, when weights change (keys are rescaled so that a
-//!   vCPU keeps its lag in CPU time across a weight change, and rebased so that `V = 0`, which
-//!   keeps keys small and their float resolution fine).
+//!   `max_lag_ns` of credit and `max_debt_ns` of debt at each entitlement update, when weights
+//!   change (keys are rescaled so that a vCPU keeps its lag in CPU time across a weight change,
+//!   and rebased so that `V = 0`, which keeps keys small and their float resolution fine). Debt
+//!   is bounded more loosely than credit: credit is time a vCPU did not get, and too much of it
+//!   would let a long-starved vCPU monopolise a pCPU (C3); debt is time a runnable vCPU took
+//!   beyond its share while others waited, and each update that forgave it would hand that
+//!   time to the VM that ran ahead for good.
 //!
 //! The clock is kept in O(1) per event: the sums `sum w_i` and `sum w_i key_i` change when a
 //! vCPU joins or leaves the runnable set and when its key is charged, and a running vCPU's key
@@ -34,7 +38,8 @@
 //! drift in the sums is removed when the scheduler rebuilds them at each entitlement update.
 //!
 //! # Tunables
-//! `max_lag_ns` (100 ms, research/cpu.md C3) in [`super::CpuSchedParams`].
+//! `max_lag_ns` (100 ms, research/cpu.md C3) and `max_debt_ns` (300 ms) in
+//! [`super::CpuSchedParams`].
 //!
 //! # Counters
 //! None.

@@ -9,7 +9,7 @@
 //! waking vCPU, or one a limit releases, is placed within `max_lag_ns` of CPU time of that
 //! clock, so waiting and idling bank no more than that and cost nothing; at each entitlement
 //! update weights change, every key is rescaled so that its lag in CPU time is kept, clamped to
-//! `max_lag_ns`, and rebased so the clock reads zero.
+//! `max_lag_ns` of credit and `max_debt_ns` of debt, and rebased so the clock reads zero.
 //!
 //! Each pCPU has its own run queue. A vCPU is queued on its last pCPU. A pCPU that needs work
 //! takes the best of its own queue's head, its LLC's, its node's and the host's (pull
@@ -53,7 +53,7 @@
 //!
 //! # Tunables
 //! See [`CpuSchedParams`]: `quantum_ns` (50 ms), `wake_preempt_margin_ns` (1 ms),
-//! `max_lag_ns` (100 ms), `limit_burst_ns` (100 ms), `entitlement_interval_ns` (1 s),
+//! `max_lag_ns` (100 ms), `max_debt_ns` (300 ms), `limit_burst_ns` (100 ms), `entitlement_interval_ns` (1 s),
 //! `demand_ewma_weight` (0.5); locality: `llc_aware` (on), `llc_balance` (off),
 //! `extended_fairness` (off, every `extended_fairness_period_ns` = 3 s), `numa_home_nodes` (on),
 //! `numa_confine` (off), `numa_wide_vms` (on), `numa_vcpu_max_per_machine_node` (0: a node's cores),
@@ -2165,6 +2165,7 @@ impl CpuSched {
             }
         }
         let max_lag = self.params.max_lag_ns as f64;
+        let max_debt = self.params.max_debt_ns as f64;
         self.clock.reset(0.0);
         for l in &mut self.limiters {
             l.active_alloc = 0.0;
@@ -2177,7 +2178,7 @@ impl CpuSched {
             let w = sh.weight.max(MIN_WEIGHT);
             vc.alloc = sh.alloc;
             vc.guard = if sh.satisfied || sh.alloc >= FULL_PCPU { sh.alloc } else { f64::NEG_INFINITY };
-            let lag = ((clock - vc.key) * vc.weight).clamp(-max_lag, max_lag);
+            let lag = ((clock - vc.key) * vc.weight).clamp(-max_debt, max_lag);
             vc.weight = w;
             vc.inv_weight = 1.0 / w;
             vc.key = -lag * vc.inv_weight;
