@@ -130,6 +130,7 @@ pub struct Post<'a, E> {
 }
 
 impl IoScheduler for Post<'_, StorageEvent> {
+    #[inline(always)]
     fn at(&mut self, t: Time, ev: StorageEvent) {
         let slot = self.slab.park(ev);
         self.queue.push(t, Event::Storage { slot });

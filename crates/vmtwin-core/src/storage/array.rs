@@ -97,16 +97,20 @@ impl FlashArray {
         }
     }
 
-    /// Chunks `lba .. lba + len` touches, as a range of chunk numbers.
-    fn chunks(&self, lba: u64, len: u32) -> std::ops::RangeInclusive<u64> {
+    /// Chunks `lba .. lba + len` touches: the first and the last chunk number.
+    #[inline]
+    fn chunks(&self, lba: u64, len: u32) -> (u64, u64) {
         let last = lba + (u64::from(len).div_ceil(SECTOR_BYTES)).max(1) - 1;
-        (lba / self.sectors_per_chunk)..=(last / self.sectors_per_chunk)
+        (lba / self.sectors_per_chunk, last / self.sectors_per_chunk)
     }
 
-    fn lookup_fill(c: &mut Controller, chunks: std::ops::RangeInclusive<u64>, lun: u32) -> bool {
+    /// Look chunks `first ..= last` up in `c`'s cache, filling the missing ones; true when all hit.
+    #[inline]
+    fn lookup_fill(c: &mut Controller, (first, last): (u64, u64), lun: u32) -> bool {
         let slots = c.cache.len() as u128;
         let mut hit = true;
-        for ch in chunks {
+        // a plain counted loop: a `RangeInclusive` carries an exhaustion flag through it
+        for ch in first..last + 1 {
             // LUNs share the cache: the LUN is mixed into the hash. The slot comes from the high
             // bits (multiply-shift instead of a division), the 32-bit tag from the low ones; two
             // chunks share slot and tag with probability ~2^-32, a negligible false hit.
@@ -124,6 +128,7 @@ impl FlashArray {
     /// Serve a command of LUN `lun` (owned by `owner`) arriving at controller `via` at `ready`;
     /// returns its completion time at the array.
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     pub fn serve(&mut self, ready: Time, lun: u32, owner: u8, via: u8, op: Op, lba: u64, len: u32) -> Time {
         let chunks = self.chunks(lba, len);
         let mut service = self.spec.controller_ns;
@@ -138,7 +143,7 @@ impl FlashArray {
                 }
             }
             Op::Write => {
-                Self::lookup_fill(&mut self.ctrl[0], chunks.clone(), lun);
+                Self::lookup_fill(&mut self.ctrl[0], chunks, lun);
                 Self::lookup_fill(&mut self.ctrl[1], chunks, lun);
                 service += self.spec.mirror_ns;
             }

@@ -623,6 +623,7 @@ impl Storage {
     /// The guest issues a request to its virtual disk: the VMM accepts it if the disk's virtual
     /// queue has a slot (and no earlier request waits for one), else it waits in the guest.
     /// Returns whether it was accepted.
+    #[inline(always)]
     fn admit(&mut self, now: Time, disk: u32, op: Op, offset_bytes: u64, len: u32, owner: Owner) -> bool {
         let d = &mut self.disks[disk as usize];
         if d.vq_inflight >= d.vq_depth || !d.vq_wait.is_empty() {
@@ -649,6 +650,7 @@ impl Storage {
 
     /// The VMM accepts a request: split it and queue the pieces.
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     fn accept(&mut self, now: Time, submitted: Time, disk: u32, op: Op, offset_bytes: u64, len: u32, owner: Owner) {
         let split = self.params.split_bytes;
         let pieces = len.div_ceil(split).max(1);
@@ -739,6 +741,7 @@ impl Storage {
         }
     }
 
+    #[inline(always)]
     fn refresh_head(&mut self, l: usize, class: usize) {
         let lun = &mut self.luns[l];
         lun.heads[class] = match lun.queues[class].front() {
@@ -820,6 +823,7 @@ impl Storage {
     }
 
     /// The bundle headed by `head` leaves its HBA port: the link, the device, completion.
+    #[inline(always)]
     fn send(&mut self, now: Time, l: usize, head: u32, sched: &mut impl IoScheduler) {
         let h = &mut self.cmds[head as usize];
         h.at_port = false;
