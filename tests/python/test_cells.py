@@ -61,6 +61,28 @@ def test_cells_fragment_as_counted_by_hand():
     assert without == pytest.approx({k: 8 / 3 for k in without}, abs=0.05)
 
 
+def test_cells_with_hyperthreading_as_counted_by_hand():
+    """The same three busy 3-vCPU VMs with two threads per core: a cell of 4 cores holds 8
+    threads (pCPUs 0-7 and 8-15). Every vCPU runs all the time (%RUN 300 per VM, 9 of 16
+    threads). vm-2, alone in cell 1, starts on pCPUs 9, 10 and 11 (spread by VM number): 11's
+    sibling 10 is busy, and research/cpu.md C21's order puts a partial core of the vCPU's own
+    LLC (8-11) before a whole core of another LLC (12-15), so it stays beside 10: charged
+    1 + 0.5 + 0.5 = 2 cores (%USED 200, esxtop's half charge beside a busy sibling). vm-1 and
+    vm-3 share cell 0: 6 vCPUs on 4 cores, 2 cores with both threads busy and 2 with one, so
+    2 x 2 x 0.5 + 2 x 1 = 4 cores between them (%USED 400). Cell 1's other LLC stays idle: the
+    cell keeps cell 0's VMs out of it."""
+    hyper = THREE_3.replace("CELL", "4").replace("cores_per_llc: 2,", "cores_per_llc: 2, threads_per_core: 2,")
+    sim = Simulation(parse_scenario(hyper))
+    sim.run()
+    vm = sim.tables()["vm"].to_pandas()
+    steady = vm[vm["time_s"] > 2].groupby("vm")[["%USED", "%RUN"]].mean()
+    assert steady.loc["vm-2", "%USED"] == pytest.approx(200.0, abs=3.0)
+    assert steady.loc["vm-1", "%USED"] + steady.loc["vm-3", "%USED"] == pytest.approx(400.0, abs=3.0)
+    assert (steady["%RUN"] > 297.0).all()
+    pcpu = sim.tables()["pcpu"].to_pandas()
+    assert pcpu[pcpu["pcpu"] >= 12]["%PCPU_UTIL"].max() == 0.0
+
+
 @pytest.mark.parametrize("cell, expected", [
     (2, "vms[0].vcpus"),           # a 3-vCPU VM in 2-core cells
     (3, "cpu_scheduler.cell_size"),  # 3 cores is not whole 2-core LLCs

@@ -7,8 +7,8 @@
 //!   the third leaves a pCPU idle, and no whole-VM move can help), against 8 without cells: the
 //!   hand-computed allocation below.
 //! - The cell balancer moves whole VMs off an overloaded cell, one per period.
-//! - Refusals name the field: a VM wider than a cell, a cell that is not whole LLCs, cells with
-//!   hyperthreading, an unknown VM name.
+//! - Refusals name the field: a VM wider than a cell, a cell that is not whole LLCs (counted in
+//!   cores with hyperthreading too), an unknown VM name.
 //! - vSMP consolidation and cache affinity put the VMs' running vCPUs in one LLC more often.
 
 mod common;
@@ -101,11 +101,13 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 24, rng_seed: RngSeed::Fixed(2026), ..ProptestConfig::default() })]
 
     /// No vCPU runs outside its VM's cell at any instant, with VMs of 1 to `cell_size` vCPUs,
-    /// any co-scheduling mode, limits, and a cell balancer that runs often.
+    /// any co-scheduling mode, limits, a cell balancer that runs often, with and without
+    /// hyperthreading (whole-core moves and compensation swaps stay in the cells too).
     #[test]
     fn no_vcpu_ever_runs_outside_its_cell(
         cell_size in prop_oneof![Just(2u32), Just(4u32)],
         cosched in 0u8..4,
+        ht in any::<bool>(),
         vms in proptest::collection::vec((1u32..5, 0.05f64..=1.0, 1u64..30, any::<bool>(), 20u64..150), 1..9),
     ) {
         let specs: Vec<VmSpec> = vms
@@ -117,6 +119,10 @@ proptest! {
             })
             .collect();
         let mut s = spec1(3 * S, specs.clone(), cell_size);
+        if ht {
+            // both threads of each core scheduled: a cell of `cell_size` cores is 2 x that many pCPUs
+            s.host.threads_per_core = 2;
+        }
         s.cpu_sched.cosched_mode = mode(cosched);
         s.cpu_sched.entitlement_interval_ns = 100 * MS;
         s.cpu_sched.cell_rebalance_period_ns = 200 * MS;
@@ -214,10 +220,11 @@ fn refusals_name_the_field() {
     assert!(e.contains("vms[1].vcpus") && e.contains("cell_size = 4") && e.contains("'wide'"), "{e}");
     let e = err_of(spec1(S, vec![vm("a", 1, 1000, 0, None, busy())], 3));
     assert!(e.contains("cpu_scheduler.cell_size") && e.contains("2 cores per LLC"), "{e}");
-    let mut s = spec1(S, vec![vm("a", 1, 1000, 0, None, busy())], 4);
+    // with hyperthreading a cell is still counted in cores (both threads of each)
+    let mut s = spec1(S, vec![vm("a", 1, 1000, 0, None, busy())], 3);
     s.host.threads_per_core = 2;
     let e = err_of(s);
-    assert!(e.contains("cpu_scheduler.cell_size") && e.contains("hyperthreading"), "{e}");
+    assert!(e.contains("cpu_scheduler.cell_size") && e.contains("2 cores per LLC") && e.contains("its 8 cores"), "{e}");
     let mut s = spec1(S, vec![vm("a", 2, 1000, 0, None, busy())], 0);
     s.cpu_sched.vsmp_consolidate.insert("nobody".into());
     let e = err_of(s);

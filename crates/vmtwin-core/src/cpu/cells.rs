@@ -11,7 +11,8 @@
 //!
 //! - cuts the host into cells of `cell_size` adjacent cores, each a whole number of LLCs ("a cell
 //!   usually matches with one or, at most, two LLCs", [WP §3.3]); a host whose cores do not
-//!   split so is refused, naming `cpu_scheduler.cell_size`, and so is a VM wider than a cell,
+//!   split so is refused, naming `cpu_scheduler.cell_size`, and so is a VM wider than a cell (in
+//!   cores: with hyperthreading a cell holds both threads of each of its cores),
 //!   naming `vms[i].vcpus` (exit status 2 from the CLI);
 //! - gives each VM a cell at power-on, the one whose pCPUs carry the fewest vCPUs (lowest
 //!   numbered on ties), and its NUMA home is that cell's node when the cell lies in one node;
@@ -63,8 +64,6 @@
 //!   leaves its pCPU idle and a wake-up placed from another pCPU take the lock too. ESX 4's
 //!   per-VM lock (co-scheduling operations of one VM's vCPUs) is not modelled. The paper gives no
 //!   hold time; the default is the direct cost of a whole context switch (`PerfParams`).
-//! - Cells are refused on a host scheduled with hyperthreading (its whole-core moves and
-//!   compensation swaps do not know cells).
 //! - A VM with a vCPU co-stopped, or with run-queue entries a co-stop left behind, is not moved
 //!   by the cell balancer at that period.
 //! - Inter-VM communication is declared (`communicating_vms`), not detected: the paper does not

@@ -23,8 +23,7 @@ impl CpuSched {
     /// Set up scheduler cells and the LLC preferences of vSMP consolidation and inter-VM cache
     /// affinity from the tunables, before any VM is powered on; `names` are the VMs' names in
     /// order. Refuses, naming the field: a cell size that does not cut the host into whole LLCs,
-    /// cells on a host scheduled with hyperthreading, a VM wider than a cell, and an unknown VM
-    /// name.
+    /// a VM wider than a cell (in cores), and an unknown VM name.
     pub fn apply_placement(&mut self, names: &[&str]) -> crate::VmtwinResult<()> {
         use crate::invalid;
         let index = |name: &str, path: String| -> crate::VmtwinResult<u32> {
@@ -52,21 +51,16 @@ impl CpuSched {
         cells.prefer = cells.consolidate.iter().any(|&c| c) || cells.partners.iter().any(|p| !p.is_empty());
         let size = self.params.cell_size;
         if size > 0 {
-            if self.ht.on {
-                invalid!(
-                    "cpu_scheduler.cell_size",
-                    size,
-                    "0 (no cells) on a host scheduled with hyperthreading; set cpu_scheduler.hyperthreading: false to use cells"
-                );
-            }
-            let llc_cores = self.llc_range[1] - self.llc_range[0];
-            let Some(range) = cell_ranges(&self.llc_range, size as usize) else {
+            // a cell is `size` cores: both threads of each with hyperthreading
+            let threads = if self.ht.on { 2 } else { 1 };
+            let llc_cores = (self.llc_range[1] - self.llc_range[0]) / threads;
+            let Some(range) = cell_ranges(&self.llc_range, size as usize * threads) else {
                 invalid!(
                     "cpu_scheduler.cell_size",
                     size,
                     format!(
                         "0 (no cells) or a multiple of the host's {llc_cores} cores per LLC that divides its {} cores",
-                        self.pcpus.len()
+                        self.pcpus.len() / threads
                     )
                 );
             };
@@ -225,6 +219,10 @@ impl CpuSched {
             return None;
         }
         let r = self.cell_pcpus(self.cells.vm_cell[vm as usize]);
+        if self.ht.on {
+            // whole idle cores first, threads the VM may share, within the cell
+            return Some(self.ht_idle_within(v, last, r));
+        }
         let li = last as usize;
         if r.contains(&li) && self.idle[li] {
             return Some(last);

@@ -356,7 +356,9 @@ impl CpuSched {
                 continue;
             }
             let key = pc.run_key0 + now_f * pc.run_inv_weight;
-            if key < best.0 && self.vcpus[pc.running as usize].vm != self.vcpus[v as usize].vm {
+            let (uvm, vvm) = (self.vcpus[pc.running as usize].vm, self.vcpus[v as usize].vm);
+            // with cells, each must land in its own VM's cell
+            if key < best.0 && uvm != vvm && self.cell_admits(uvm, p) && self.cell_admits(vvm, t as u32) {
                 best = (key, t as u32);
             }
         }
@@ -414,7 +416,7 @@ impl CpuSched {
         for (t, pc) in self.pcpus.iter().enumerate() {
             if pc.running != NONE && self.pcpus[t ^ 1].running != NONE {
                 let key = pc.run_key0 + now_f * pc.run_inv_weight;
-                if key < best.0 {
+                if key < best.0 && self.cell_admits(pc.run_vm, p) {
                     best = (key, t as u32);
                 }
             }
@@ -437,6 +439,12 @@ impl CpuSched {
     #[cold]
     #[inline(never)]
     pub(super) fn ht_idle_near(&self, v: u32, last: u32) -> u32 {
+        self.ht_idle_within(v, last, 0..self.pcpus.len())
+    }
+
+    /// [`CpuSched::ht_idle_near`] among the pCPUs `within` only (a scheduler cell's, `cells.rs`;
+    /// every pCPU without cells), [`NONE`] when none of them will do.
+    pub(super) fn ht_idle_within(&self, v: u32, last: u32, within: std::ops::Range<usize>) -> u32 {
         let whole_first = self.params.ht_whole_core_first;
         let partial = |p: usize| whole_first && self.pcpus[p ^ 1].running != NONE;
         let home = if self.params.numa_home_nodes { self.vcpus[v as usize].home } else { NONE };
@@ -444,11 +452,11 @@ impl CpuSched {
         let node = if home != NONE { home } else { self.node_of[last as usize] };
         let llc = if self.params.llc_aware { self.llc_of[last as usize] } else { NONE };
         let li = last as usize;
-        if self.idle[li] && !partial(li) && !(confined && self.node_of[li] != home) && self.ht_admits(last, v) {
+        if within.contains(&li) && self.idle[li] && !partial(li) && !(confined && self.node_of[li] != home) && self.ht_admits(last, v) {
             return last;
         }
         let mut best = (u32::MAX, NONE);
-        for p in 0..self.pcpus.len() {
+        for p in within {
             if !self.idle[p] {
                 continue;
             }
