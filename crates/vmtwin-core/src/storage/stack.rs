@@ -561,6 +561,7 @@ impl Storage {
     }
 
     /// Generator `g` issues; the LUN dispatches unless the caller will (a completion does).
+    #[inline(always)]
     fn gen_wake(&mut self, now: Time, g: u32, user: u32, dispatch: bool, sched: &mut impl IoScheduler) {
         let gen = &mut self.gens[g as usize];
         let disk = gen.disk;
