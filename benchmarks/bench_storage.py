@@ -10,7 +10,8 @@ engine's run loop (one event queue for CPU and storage, storage events parked in
 four storage tables sampled every 2 s. ``examples/storage_bench.rs`` measures the storage module
 alone. Target (issue 7): over 5 million simulated I/O requests per second on one core. CPU time is
 the process's (``time.process_time``); wall time counts the other processes on the shared machine.
-Prints its figures and appends one JSON line to ``benchmarks/results.jsonl``.
+Prints its figures and appends one JSON line to ``benchmarks/results.jsonl``, with the machine's
+1-minute load average before and after (the other processes on a shared machine).
 
 ``--instructions`` counts instead of timing, for a shared machine: the engine alone
 (``examples/run_spec``, build it first: ``cargo build --release --example run_spec``) under
@@ -21,6 +22,7 @@ the I/Os of that run counted by the engine through Python; instructions per I/O 
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import tempfile
@@ -86,10 +88,12 @@ def instructions(seconds: int) -> dict:
 
 
 def main() -> int:
+    load_before = round(os.getloadavg()[0], 2)  # other processes on the shared machine, 1-min mean
     if sys.argv[1:2] == ["--instructions"]:
         rec = {"benchmark": "storage-flash-8vm-instructions", **instructions(int(sys.argv[2]) if len(sys.argv) > 2 else 5)}
     else:
         rec = timed(int(sys.argv[1]) if len(sys.argv) > 1 else 3)
+    rec["load_average_before"], rec["load_average_after"] = load_before, round(os.getloadavg()[0], 2)
     rec["commit"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=HERE).stdout.strip()
     print(json.dumps(rec))
     with open(HERE / "results.jsonl", "a") as fh:
