@@ -394,6 +394,44 @@ impl EventQueue {
         Some((time, event))
     }
 
+    /// Remove and return the earliest event if it is due at or before `until`; otherwise leave
+    /// the queue as it is and return `None`. The run loop's step: [`Self::peek_time`] then
+    /// [`Self::pop`] found the earliest event twice (and, right after a timer fired, as the
+    /// least of the root's children); callgrind on bench-64vm: 2.5% of the run's instructions.
+    #[inline(always)]
+    pub fn pop_until(&mut self, until: Time) -> Option<(Time, Event)> {
+        self.settle();
+        let timer = (self.armed > 0).then(|| self.timers[0]);
+        let (time, event) = match (timer, self.one_shot_min()) {
+            // seqs are unique, so the slot bits never decide between the two
+            (Some(a), Some(b)) if b < a => {
+                if time_of(b) > until {
+                    return None;
+                }
+                let e = self.pop_one_shot();
+                (time_of(e.key), e.event)
+            }
+            (Some(key), _) => {
+                if time_of(key) > until {
+                    return None;
+                }
+                let slot = slot_of(key);
+                self.fired = slot;
+                (time_of(key), self.slots[slot as usize])
+            }
+            (None, Some(b)) => {
+                if time_of(b) > until {
+                    return None;
+                }
+                let e = self.pop_one_shot();
+                (time_of(e.key), e.event)
+            }
+            (None, None) => return None,
+        };
+        self.advance(time);
+        Some((time, event))
+    }
+
     /// Time of the earliest event, if any.
     #[inline]
     pub fn peek_time(&self) -> Option<Time> {
@@ -483,6 +521,21 @@ impl EventQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pop_until_stops_before_later_events_and_leaves_them() {
+        let mut q = EventQueue::with_timers(1);
+        q.push(5, Event::Sample);
+        q.set_timer(0, 3, Event::SliceEnd { pcpu: 0 });
+        q.push(9, Event::Entitlement);
+        assert_eq!(q.pop_until(4), Some((3, Event::SliceEnd { pcpu: 0 })));
+        assert_eq!(q.pop_until(4), None);
+        assert_eq!(q.len(), 2);
+        assert_eq!(q.pop_until(5), Some((5, Event::Sample)));
+        assert_eq!(q.pop_until(8), None);
+        assert_eq!(q.pop(), Some((9, Event::Entitlement)));
+        assert_eq!(q.pop_until(u64::MAX), None);
+    }
 
     #[test]
     fn cancelled_timer_never_fires() {

@@ -386,6 +386,13 @@ impl Simulation {
     #[inline]
     fn step_event(&mut self) -> Option<Event> {
         let (t, ev) = self.queue.pop()?;
+        self.handle(t, ev);
+        Some(ev)
+    }
+
+    /// Process event `ev`, due at `t` and just popped (always inlined: the run loop's body).
+    #[inline(always)]
+    fn handle(&mut self, t: Time, ev: Event) {
         self.now = t;
         self.events += 1;
         match ev {
@@ -436,7 +443,6 @@ impl Simulation {
             Event::Storage { slot } => self.route_storage(slot, t),
             Event::Mem { slot } => self.route_mem(slot, t),
         }
-        Some(ev)
     }
 
     /// Run every event up to and including time `until`, then set the clock to `until`.
@@ -454,16 +460,18 @@ impl Simulation {
             return Err(VmtwinError::Simulation(format!("cannot run back to {until} ns: the clock is at {} ns", self.now)));
         }
         let mut left = max_events;
-        while let Some(t) = self.queue.peek_time() {
-            if t > until {
+        loop {
+            if left == 0 {
+                if self.queue.peek_time().is_some_and(|t| t <= until) {
+                    return Ok(false);
+                }
                 break;
             }
-            if left == 0 {
-                return Ok(false);
-            }
+            // one look for the earliest event, not a peek and then a pop
+            let Some((t, ev)) = self.queue.pop_until(until) else { break };
             left -= 1;
-            let sampled = matches!(self.step_event(), Some(Event::Sample));
-            if sampled && !progress(self.now) {
+            self.handle(t, ev);
+            if matches!(ev, Event::Sample) && !progress(self.now) {
                 return Ok(false);
             }
         }
