@@ -7,6 +7,17 @@
 //! starts), its completion, direction and bytes. A split request is one record (its pieces
 //! complete together from the guest's view: when the last one does). Off by default: a disk
 //! that does not log costs one branch per completed request.
+//!
+//! # Tunables
+//! `log_requests` per VM disk (off).
+//!
+//! # Counters
+//! None of its own: the records become the `io_log` table (docs/reference/counters.md).
+//!
+//! # Known gaps
+//! - A row per request: records move into the `io_log` table at each sample, so a busy logged
+//!   disk adds rows as fast as it completes requests (millions a minute on a flash LUN). It is
+//!   meant for the short runs Kraft's models are parameterised from.
 
 use super::Op;
 use crate::sim::Time;
