@@ -401,6 +401,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return args.func(args)
     except KeyboardInterrupt:
         err.print("interrupted", markup=False, highlight=False)
+        if _started_as_command():
+            _exit_within(TEARDOWN_TIMEOUT_S)
         return INTERRUPTED
     except (VmtwinError, ValueError, OSError, KeyError, OverflowError, MemoryError, RecursionError) as exc:
         for line in _error_lines(exc):
@@ -416,6 +418,33 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if main_thread:
             # back to quitting at once: from here on there is nothing left to clean up
             signal.signal(signal.SIGINT, _exit_interrupted if _started_as_command() else handler)
+
+
+#: After Ctrl-C, how long the interpreter's own teardown may take (it joins the pool threads and
+#: child processes a sweep leaves; once on CI it never returned) before the command leaves without it.
+TEARDOWN_TIMEOUT_S = 10.0
+
+
+def _exit_within(seconds: float) -> None:
+    """Exit with 130 after ``seconds`` if the interpreter has not finished leaving by then.
+
+    The normal teardown goes first, since it releases what the process holds (the pool's
+    semaphores); this only bounds it. With ``VMTWIN_TRACE_TEARDOWN`` set, the threads' stacks at
+    that moment go to stderr, to find what blocked.
+    """
+    import threading
+
+    def overdue() -> None:  # pragma: no cover - only when the teardown blocks
+        os.write(2, f"interrupted: shutting down took over {seconds:g} s; stopped without it\n".encode())
+        if os.environ.get("VMTWIN_TRACE_TEARDOWN"):
+            import faulthandler
+
+            faulthandler.dump_traceback(all_threads=True)
+        os._exit(INTERRUPTED)
+
+    timer = threading.Timer(seconds, overdue)
+    timer.daemon = True
+    timer.start()
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:

@@ -137,6 +137,9 @@ def _stop(pool: ProcessPoolExecutor) -> None:
         p.terminate()
     for p in workers_now:
         p.join(STOP_TIMEOUT_S)
+        if p.is_alive():  # pragma: no cover - SIGTERM is not handled by a worker
+            p.kill()
+            p.join(STOP_TIMEOUT_S)
     pool.shutdown(wait=False, cancel_futures=True)
 
 

@@ -31,7 +31,7 @@ vms:
 LONG = """
 name: long
 seed: 1
-duration: 2h
+duration: 48h
 sample_interval: 10s
 host: {cores_per_llc: 8, core_mhz: 2000MHz}
 vms:
@@ -172,6 +172,7 @@ def test_ctrl_c_at_random_moments(tmp_path):
         proc = subprocess.Popen([*vmtwin_command(), "run", str(scenario), "-o", str(out)],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         time.sleep(delay)
+        assert proc.poll() is None, f"the run ended within {delay:.2f}s: LONG is too short to interrupt"
         proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=60)
         assert not (out / "manifest.json").exists(), f"SIGINT at {delay:.2f}s left a complete-looking {out}"

@@ -135,11 +135,12 @@ def test_ctrl_c_leaves_nothing(tmp_path, base_file):
     import time
     from pathlib import Path
 
-    (tmp_path / "base.yaml").write_text(BASE_YAML.replace("duration: 1s", "duration: 20min"))
+    (tmp_path / "base.yaml").write_text(BASE_YAML.replace("duration: 1s", "duration: 12h"))
     sw = write_sweep_file(tmp_path, "host.cores_per_llc: [2, 3, 4, 5]\n", replications=20)
     vmtwin = str(Path(sys.executable).parent / "vmtwin")
     proc = subprocess.Popen([vmtwin, "sweep", sw, "-o", str(tmp_path / "out"), "--workers", "2"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env={**os.environ, "VMTWIN_TRACE_TEARDOWN": "1"})
     # wait until the command runs its pool (it has a child process, the fork server): Ctrl-C
     # during vmtwin's own start-up is another matter (tests/python/cli)
     deadline = time.monotonic() + 60
@@ -148,10 +149,15 @@ def test_ctrl_c_leaves_nothing(tmp_path, base_file):
         assert time.monotonic() < deadline, "the sweep's pool did not start within 60 s"
         time.sleep(0.2)
     time.sleep(0.5)
+    assert proc.poll() is None, "the sweep ended within 0.5 s: its runs are too short to interrupt"
     os.killpg(proc.pid, signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "interrupted" in err and "Traceback" not in err, err
+    if "shutting down took over" in err:  # bounded by the command; recorded to find what blocked
+        import warnings
+
+        warnings.warn(f"the interrupted sweep's teardown blocked:\n{err}")
     assert not (tmp_path / "out").exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
 
 
