@@ -17,6 +17,7 @@ from vmtwin.reproduce.base import Experiment, Row
 from vmtwin.reproduce.cpu import CPU_EXPERIMENTS
 from vmtwin.reproduce.cpu_cosched import CPU_COSCHED_EXPERIMENTS
 from vmtwin.reproduce.cpu_esx import CPU_ESX_EXPERIMENTS
+from vmtwin.reproduce.cpu_skew import CPU_SKEW_EXPERIMENTS
 from vmtwin.reproduce.cpu_wide_numa import CPU_WIDE_NUMA_EXPERIMENTS
 from vmtwin.reproduce.mem import MEM_EXPERIMENTS
 from vmtwin.reproduce.mem_micro import MEM_MICRO_EXPERIMENTS
@@ -27,7 +28,7 @@ from vmtwin.reproduce.tier1 import TIER1_EXPERIMENTS
 from vmtwin.reproduce.tier1_sim import TIER1_SIM_EXPERIMENTS
 from vmtwin.reproduce.vatm import VATM_EXPERIMENTS
 
-EXPERIMENTS: dict[str, Experiment] = {e.id: e for e in [*CPU_EXPERIMENTS, *CPU_COSCHED_EXPERIMENTS, *CPU_ESX_EXPERIMENTS, *CPU_WIDE_NUMA_EXPERIMENTS, *TIER1_EXPERIMENTS, *TIER1_SIM_EXPERIMENTS, *VATM_EXPERIMENTS, *STORAGE_EXPERIMENTS, *MEM_EXPERIMENTS, *MEM_MICRO_EXPERIMENTS, *MEM_APPS_EXPERIMENTS]}
+EXPERIMENTS: dict[str, Experiment] = {e.id: e for e in [*CPU_EXPERIMENTS, *CPU_COSCHED_EXPERIMENTS, *CPU_ESX_EXPERIMENTS, *CPU_SKEW_EXPERIMENTS, *CPU_WIDE_NUMA_EXPERIMENTS, *TIER1_EXPERIMENTS, *TIER1_SIM_EXPERIMENTS, *VATM_EXPERIMENTS, *STORAGE_EXPERIMENTS, *MEM_EXPERIMENTS, *MEM_MICRO_EXPERIMENTS, *MEM_APPS_EXPERIMENTS]}
 
 
 def get(experiment_id: str) -> Experiment:

@@ -28,6 +28,8 @@ ALL_IDS += ["storage-kraft-homogeneous", "storage-kraft-decomposition"]
 ALL_IDS += ["cpu-wide-vm-locality"]
 # issue 9: relaxed co-scheduling, Figures 6-7 (tested in tests/python/cpu/test_cosched_reproduce.py)
 ALL_IDS += ["cpu-cosched"]
+# issue 9: Figure 1 / Table 1 on the engine's rules (tested in tests/python/cpu/test_skew_example.py)
+ALL_IDS += ["cpu-skew-example"]
 # issue 9: ESX 4 vs 3.5 and wide-VM NUMA throughput (tested in tests/python/reproduce/test_cpu_esx.py)
 ALL_IDS += ["cpu-multicore-lb", "cpu-extended-fairness", "cpu-esx4-vs-esx35", "cpu-wide-vm-numa"]
 # memory engine runs (tested in tests/python/memory)

@@ -121,6 +121,17 @@ pub enum CoschedMode {
     Relaxed4x,
 }
 
+impl std::str::FromStr for CoschedMode {
+    type Err = String;
+
+    /// The scenario's names (`off`, `strict`, `relaxed-3x`, `relaxed-4x`), read as serde reads them.
+    fn from_str(name: &str) -> Result<Self, String> {
+        use serde::de::{value, IntoDeserializer};
+        let d: value::StrDeserializer<'_, value::Error> = name.into_deserializer();
+        Self::deserialize(d).map_err(|e| e.to_string())
+    }
+}
+
 /// The cumulative skew of ESX 2.x and 3.x, one entry per sibling (research/cpu.md C10): over
 /// `dt`, a vCPU that does not progress while some sibling does gains `dt`; one that progresses
 /// loses `dt` (down to zero); otherwise nothing changes.
@@ -152,6 +163,22 @@ impl CumulativeSkew {
     pub fn laggards(&self, threshold_ns: Time) -> u64 {
         bits(self.skew_ns.iter().map(|&s| s > threshold_ns))
     }
+}
+
+/// Replay a progress pattern: `slots[k][i]` says whether vCPU `i` progressed during slot `k`, each
+/// slot `slot_ns` long. Returns the cumulative skew (ESX 2.x/3.x) and each vCPU's progress (what
+/// ESX 4's skew is computed from) at the end: Figure 1 of the white paper is such a pattern.
+pub fn replay_progress(slots: &[Vec<bool>], slot_ns: Time) -> (CumulativeSkew, Vec<Time>) {
+    let n = slots.first().map_or(0, Vec::len);
+    let mut skew = CumulativeSkew::new(n);
+    let mut progress = vec![0; n];
+    for slot in slots {
+        skew.advance(slot_ns, slot);
+        for (p, &on) in progress.iter_mut().zip(slot) {
+            *p += if on { slot_ns } else { 0 };
+        }
+    }
+    (skew, progress)
 }
 
 /// ESX 4's skew of each vCPU: its progress minus the slowest sibling's, ns.
@@ -362,15 +389,7 @@ mod tests {
         [[true, true, true, false], [false, false, true, true], [false, false, false, true], [false, false, false, true]];
 
     fn figure1() -> (CumulativeSkew, Vec<Time>) {
-        let mut skew = CumulativeSkew::new(4);
-        let mut progress = vec![0; 4];
-        for slot in SLOTS {
-            skew.advance(T, &slot);
-            for (p, on) in progress.iter_mut().zip(slot) {
-                *p += if on { T } else { 0 };
-            }
-        }
-        (skew, progress)
+        replay_progress(&SLOTS.map(|s| s.to_vec()), T)
     }
 
     /// Every non-empty subset of the four vCPUs the rule allows, as sorted lists.
