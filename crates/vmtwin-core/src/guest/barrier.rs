@@ -26,6 +26,14 @@
 //! `phase_ns * H_n` (the n-th harmonic number), so a halting program's demand per vCPU is
 //! `1 / H_n` and a spinning one's is 1 ([`BarrierGroup::demand`]).
 //!
+//! **Execution speed.** `phase` is a phase's CPU time alone on a warm cache with local memory.
+//! When the VM has an execution-speed profile (`perf`), a phase takes that times the vCPU's
+//! slowdown under the model's cache, NUMA and lock penalties (`perf::slowdown`): sharing the LLC
+//! with busy co-runners, refilling after moves, remote memory make phases, and so barriers,
+//! slower. The slowdown is the one the model measured over the vCPU's last sample interval (the
+//! model runs at samples, never on the scheduler's path), so it follows conditions one interval
+//! late. A busy hyperthread sibling is not in it: the scheduler already runs such a thread slower.
+//!
 //! # Tunables
 //! Per VM in the scenario (`workload: {type: barrier}`): `phase`, `phase_distribution`, `wait`,
 //! `spin_limit`, `spin_poll` ([`DEFAULT_SPIN_POLL_NS`], 50 us: chosen, [R]; 1% of a 5 ms phase).
@@ -38,6 +46,10 @@
 //! - One thread per vCPU, one barrier shared by all of them; no locks, no nested or partial
 //!   barriers, no guest scheduler multiplexing threads.
 //! - Not combinable with synchronous I/O after each burst (`storage.vcpu_io`): refused.
+//! - The speed of a phase is fixed when it starts (the last interval's slowdown), not updated
+//!   while it runs.
+//! - `vcpu_perf` counts a spinning thread's run time as work like any other (a spin loop does
+//!   retire instructions); the program's throughput is the `barrier` table's.
 
 use crate::guest::Next;
 use crate::sim::{ns, Rng, Time};
@@ -125,31 +137,33 @@ impl BarrierGroup {
         Next::Halt(0)
     }
 
-    /// Thread `i`'s vCPU woke from a halt: at power-on, or released from the barrier.
-    pub fn on_wake(&mut self, i: usize, rng: &mut Rng) -> Next {
+    /// Thread `i`'s vCPU woke from a halt: at power-on, or released from the barrier. A phase it
+    /// starts takes `slowdown` times its drawn work (the execution-speed model's, 1 without one).
+    pub fn on_wake(&mut self, i: usize, rng: &mut Rng, slowdown: f64) -> Next {
         let t = &self.threads[i];
         match t.at {
-            Phase::Start => self.compute(i, rng),
-            Phase::Halted if self.generation > t.waits_for => self.compute(i, rng),
+            Phase::Start => self.compute(i, rng, slowdown),
+            Phase::Halted if self.generation > t.waits_for => self.compute(i, rng, slowdown),
             // woken while still waiting (not by the barrier): halt again
             _ => Next::HaltForever,
         }
     }
 
     /// Thread `i`'s burst is done (its phase's work or a poll of its spin). The indices of
-    /// halted threads the barrier releases are appended to `wake`.
-    pub fn after_burst(&mut self, i: usize, rng: &mut Rng, wake: &mut Vec<usize>) -> Next {
+    /// halted threads the barrier releases are appended to `wake`; `slowdown` as for
+    /// [`BarrierGroup::on_wake`].
+    pub fn after_burst(&mut self, i: usize, rng: &mut Rng, wake: &mut Vec<usize>, slowdown: f64) -> Next {
         match self.threads[i].at {
             Phase::Computing => {
                 self.work_ns += self.threads[i].work;
-                self.arrive(i, rng, wake)
+                self.arrive(i, rng, wake, slowdown)
             }
             Phase::Spinning => {
                 let t = &mut self.threads[i];
                 self.spin_ns += t.poll;
                 t.spun += t.poll;
                 if self.generation > t.waits_for {
-                    self.compute(i, rng)
+                    self.compute(i, rng, slowdown)
                 } else {
                     self.spin(i)
                 }
@@ -160,14 +174,14 @@ impl BarrierGroup {
     }
 
     /// Thread `i` reached the barrier.
-    fn arrive(&mut self, i: usize, rng: &mut Rng, wake: &mut Vec<usize>) -> Next {
+    fn arrive(&mut self, i: usize, rng: &mut Rng, wake: &mut Vec<usize>, slowdown: f64) -> Next {
         self.arrived += 1;
         if self.arrived == self.threads.len() {
             self.arrived = 0;
             self.generation += 1;
             self.barriers += 1;
             wake.extend(self.threads.iter().enumerate().filter(|&(j, t)| j != i && t.at == Phase::Halted).map(|(j, _)| j));
-            return self.compute(i, rng);
+            return self.compute(i, rng, slowdown);
         }
         let t = &mut self.threads[i];
         t.waits_for = self.generation;
@@ -194,13 +208,13 @@ impl BarrierGroup {
         Next::Work(t.poll)
     }
 
-    /// Thread `i` starts a phase.
-    fn compute(&mut self, i: usize, rng: &mut Rng) -> Next {
-        let work = match self.dist {
+    /// Thread `i` starts a phase: its work drawn, then stretched by `slowdown`.
+    fn compute(&mut self, i: usize, rng: &mut Rng, slowdown: f64) -> Next {
+        let drawn = match self.dist {
             BurstDist::Fixed => ns(self.phase_ns),
             BurstDist::Exponential => rng.exponential(self.phase_ns),
-        }
-        .max(1);
+        };
+        let work = if slowdown == 1.0 { drawn } else { ns(drawn as f64 * slowdown) }.max(1);
         let t = &mut self.threads[i];
         t.at = Phase::Computing;
         t.work = work;
@@ -236,16 +250,16 @@ mod tests {
         let mut rng = Rng::new(1);
         let mut wake = vec![];
         for i in 0..3 {
-            assert_eq!(g.on_wake(i, &mut rng), Next::Work(1000));
+            assert_eq!(g.on_wake(i, &mut rng, 1.0), Next::Work(1000));
         }
-        assert_eq!(g.after_burst(0, &mut rng, &mut wake), Next::HaltForever);
-        assert_eq!(g.after_burst(2, &mut rng, &mut wake), Next::HaltForever);
+        assert_eq!(g.after_burst(0, &mut rng, &mut wake, 1.0), Next::HaltForever);
+        assert_eq!(g.after_burst(2, &mut rng, &mut wake, 1.0), Next::HaltForever);
         assert!(wake.is_empty());
         // the last one goes straight on, and releases the two halted threads
-        assert_eq!(g.after_burst(1, &mut rng, &mut wake), Next::Work(1000));
+        assert_eq!(g.after_burst(1, &mut rng, &mut wake, 1.0), Next::Work(1000));
         assert_eq!(wake, vec![0, 2]);
         assert_eq!((g.barriers, g.work_ns, g.spin_ns), (1, 3000, 0));
-        assert_eq!(g.on_wake(0, &mut rng), Next::Work(1000));
+        assert_eq!(g.on_wake(0, &mut rng, 1.0), Next::Work(1000));
     }
 
     #[test]
@@ -253,14 +267,14 @@ mod tests {
         let mut g = group(BarrierWait::Spin, 2);
         let mut rng = Rng::new(1);
         let mut wake = vec![];
-        g.on_wake(0, &mut rng);
-        g.on_wake(1, &mut rng);
-        assert_eq!(g.after_burst(0, &mut rng, &mut wake), Next::Work(100));
-        assert_eq!(g.after_burst(0, &mut rng, &mut wake), Next::Work(100));
-        assert_eq!(g.after_burst(1, &mut rng, &mut wake), Next::Work(1000));
+        g.on_wake(0, &mut rng, 1.0);
+        g.on_wake(1, &mut rng, 1.0);
+        assert_eq!(g.after_burst(0, &mut rng, &mut wake, 1.0), Next::Work(100));
+        assert_eq!(g.after_burst(0, &mut rng, &mut wake, 1.0), Next::Work(100));
+        assert_eq!(g.after_burst(1, &mut rng, &mut wake, 1.0), Next::Work(1000));
         assert!(wake.is_empty(), "spinners are not woken: they look");
         // its poll in progress ends, it sees the release and computes
-        assert_eq!(g.after_burst(0, &mut rng, &mut wake), Next::Work(1000));
+        assert_eq!(g.after_burst(0, &mut rng, &mut wake, 1.0), Next::Work(1000));
         assert_eq!((g.barriers, g.spin_ns), (1, 200));
     }
 
@@ -270,14 +284,14 @@ mod tests {
         g.set_threads(2);
         let mut rng = Rng::new(1);
         let mut wake = vec![];
-        g.on_wake(0, &mut rng);
-        g.on_wake(1, &mut rng);
-        assert_eq!(g.after_burst(0, &mut rng, &mut wake), Next::Work(100));
-        assert_eq!(g.after_burst(0, &mut rng, &mut wake), Next::Work(100));
-        assert_eq!(g.after_burst(0, &mut rng, &mut wake), Next::Work(50));
-        assert_eq!(g.after_burst(0, &mut rng, &mut wake), Next::HaltForever);
+        g.on_wake(0, &mut rng, 1.0);
+        g.on_wake(1, &mut rng, 1.0);
+        assert_eq!(g.after_burst(0, &mut rng, &mut wake, 1.0), Next::Work(100));
+        assert_eq!(g.after_burst(0, &mut rng, &mut wake, 1.0), Next::Work(100));
+        assert_eq!(g.after_burst(0, &mut rng, &mut wake, 1.0), Next::Work(50));
+        assert_eq!(g.after_burst(0, &mut rng, &mut wake, 1.0), Next::HaltForever);
         assert_eq!(g.spin_ns, 250);
-        g.after_burst(1, &mut rng, &mut wake);
+        g.after_burst(1, &mut rng, &mut wake, 1.0);
         assert_eq!(wake, vec![0]);
     }
 

@@ -43,6 +43,11 @@
 //!   (`walk.rs`), natively in one; the EPT part is counted on its own (`ept_walk_cycles`). The
 //!   hypervisor walks its own tables natively.
 //!
+//! The model observes; one workload reads it back: a barrier program's phases take longer by the
+//! vCPU's [`slowdown`] over its last interval (units alone over units under the interval's
+//! penalties, the hyperthread's left to the scheduler), so its barriers per second feel the
+//! caches, NUMA and the lock (`guest/barrier.rs`).
+//!
 //! # Tunables
 //! [`PerfParams`] (machine) and [`PerfProfile`] (per VM, per unit of work), in `params.rs`, with
 //! units, defaults and sources; the walk costs in `walk.rs`.
@@ -256,6 +261,17 @@ pub fn execute(profile: &PerfProfile, params: &PerfParams, mhz: f64, f: &VcpuFac
     out
 }
 
+/// The units of work `f.run_ns` would have done alone (no co-runners, no moves, local memory, no
+/// lock) over those done under the interval's facts, `debt_cycles` of refill owed from before:
+/// the slowdown of the cache, NUMA and lock penalties. A busy hyperthread sibling is left out:
+/// the scheduler already runs such a vCPU's work slower (`hw::thread_speed`). `None` when the
+/// vCPU did no work in the interval (it did not run, or refilled all along).
+pub fn slowdown(profile: &PerfProfile, params: &PerfParams, mhz: f64, f: &VcpuFacts, debt_cycles: f64) -> Option<f64> {
+    let alone = execute(profile, params, mhz, &VcpuFacts { run_ns: f.run_ns, ..Default::default() }, 0.0).work_units;
+    let here = execute(profile, params, mhz, &VcpuFacts { ht_busy_ns: 0.0, ..*f }, debt_cycles).work_units;
+    (here > 0.0 && alone > 0.0).then(|| alone / here)
+}
+
 /// Reads the scheduler's per-vCPU facts at each sample and writes the `vcpu_perf` table.
 #[derive(Debug, Clone)]
 pub struct PerfModel {
@@ -279,6 +295,9 @@ pub struct PerfModel {
     /// per pCPU: slices started on it at the previous sample
     prev_disp: Vec<u64>,
     debt: Vec<f64>,
+    /// per vCPU: how many times longer its work took over the last interval it ran than alone
+    /// on a warm cache with local memory (1 until then, and for VMs without a profile)
+    slowdown: Vec<f64>,
     last: Time,
     /// scratch: per pCPU, busy ns over the interval
     busy: Vec<u64>,
@@ -367,6 +386,7 @@ impl PerfModel {
             prev_busy: vec![0; n],
             prev_disp: vec![0; n],
             debt: vec![0.0; vcpus],
+            slowdown: vec![1.0; vcpus],
             last: 0,
             busy: vec![0; n],
             disp: vec![0; n],
@@ -461,10 +481,18 @@ impl PerfModel {
                 continue;
             }
             let e = execute(profile, &self.params, self.mhz, &facts, self.debt[v]);
+            self.slowdown[v] = slowdown(profile, &self.params, self.mhz, &facts, self.debt[v]).unwrap_or(self.slowdown[v]);
             self.debt[v] = e.debt_cycles;
             perf_row(&mut self.table.row(), t, vm, idx, &facts, &e);
         }
         self.last = now;
+    }
+
+    /// How many times longer vCPU `v`'s work took over the last sample interval in which it ran
+    /// than it would alone on a warm cache with local memory: what a barrier program's phases
+    /// are stretched by (`guest/barrier.rs`). 1 before that, and for a VM without a profile.
+    pub fn slowdown(&self, v: usize) -> f64 {
+        self.slowdown[v]
     }
 
     /// The table's schema as (name, sample value) pairs.

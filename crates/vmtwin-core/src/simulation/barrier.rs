@@ -47,14 +47,15 @@ impl Simulation {
     pub(super) fn barrier_next(&mut self, v: u32, after_burst: bool) -> Next {
         let vm = self.sched.vcpus[v as usize].vm as usize;
         let first = self.vms[vm].first_vcpu;
+        let slowdown = self.perf.as_ref().map_or(1.0, |p| p.slowdown(v as usize));
         let Workload::Barrier(b) = &mut self.vms[vm].workload else { unreachable!("called for barrier VMs") };
         let rng = &mut self.guests[v as usize].rng;
         let i = (v - first) as usize;
         if !after_burst {
-            return b.on_wake(i, rng);
+            return b.on_wake(i, rng, slowdown);
         }
         let mut wake = Vec::new();
-        let next = b.after_burst(i, rng, &mut wake);
+        let next = b.after_burst(i, rng, &mut wake, slowdown);
         for j in wake {
             self.queue.push(self.now, Event::Wake { vcpu: first + j as u32 });
         }
