@@ -204,7 +204,10 @@ impl QueueSet {
         self.len
     }
 
-    /// Re-read queue `p`'s head and fix its ancestors, stopping where nothing changes.
+    /// Re-read queue `p`'s head and fix its ancestors, every level up to the root. Stopping
+    /// where nothing changes saved a few stores but cost a data-dependent branch per level
+    /// (which way it goes is a coin toss); the walk's length is fixed by the tree's height, and
+    /// each level's minimum is a conditional move, so nothing in it is mispredicted.
     #[inline]
     fn refresh(&mut self, p: u32) {
         let mut i = self.leaves + p as usize;
@@ -216,13 +219,10 @@ impl QueueSet {
             // SAFETY: `i < tree.len()`, checked by the write above, and `tree.len()` is even
             // (`2 * leaves`), so the sibling `i ^ 1` and the parent `i / 2` are in bounds too;
             // the checks cost a tenth of the scheduler's run-queue upkeep
-            m = m.min(unsafe { *tree.get_unchecked(i ^ 1) });
+            let s = unsafe { *tree.get_unchecked(i ^ 1) };
+            m = std::hint::select_unpredictable(s < m, s, m);
             i /= 2;
-            let node = unsafe { tree.get_unchecked_mut(i) };
-            if *node == m {
-                break;
-            }
-            *node = m;
+            unsafe { *tree.get_unchecked_mut(i) = m };
         }
     }
 }

@@ -261,10 +261,10 @@ impl EventQueue {
     /// Note that an event at `time` was popped: the wheel's window may start at its bucket.
     #[inline]
     fn advance(&mut self, time: Time) {
-        let b = time / BUCKET_NS;
-        if b > self.base {
-            self.base = b;
-        }
+        // a maximum, not a branch: whether an event opens a new bucket is a coin toss on the
+        // CPU benchmarks (about 1.6 events per bucket), and the branch was mispredicted on half
+        // of all events in valgrind's branch simulator
+        self.base = self.base.max(time / BUCKET_NS);
     }
 
     /// Finish removing the timer `pop` returned last, unless it was re-armed meanwhile.
