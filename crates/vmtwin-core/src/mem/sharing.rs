@@ -16,7 +16,10 @@
 //! A write to a shared page breaks sharing (a private copy, one reference fewer; the frame and
 //! its machine page go when the last reference does). The table is open addressing with linear
 //! probing over 16-byte frames (the paper's frame size): a shared frame holds the hash, the MPN
-//! and a 32-bit reference count; a hint frame the hash and a back-reference (VM, PPN). The host
+//! and a 32-bit reference count; a hint frame the hash and a back-reference (VM, PPN). It doubles
+//! when an insert would take it past a load factor of 3/4 ([`MAX_LOAD`]); a lookup that misses
+//! returns the empty slot ending its probe run, where the insert goes without probing again. The
+//! slot layout decides no result (nothing reads the frames in slot order but counts). The host
 //! ([`crate::mem::MemHost`]) scans pages of its VMs in random order at a set rate; over model
 //! content the "full comparison" compares content ids (two pages are identical exactly when their
 //! ids are equal). [`scan_images`] is the same algorithm over raw memory images, comparing bytes.
@@ -90,6 +93,49 @@ impl Frame {
     }
 }
 
+/// Largest load factor (used slots / slots) of the frame table, as (numerator, denominator): the
+/// table doubles before an insert would pass it. Linear probing's expected probe count for a
+/// miss, (1 + 1/(1 - a)^2) / 2, is 2.5 at 1/2 and 8.5 at 3/4, but four 16-byte slots share a
+/// cache line, so a probe run rarely costs a second miss; at 1/2 the table is half empty after
+/// every doubling, and a first scan spends more time faulting its pages in than probing it.
+pub const MAX_LOAD: (usize, usize) = (3, 4);
+
+#[inline]
+fn over_load(used: usize, slots: usize) -> bool {
+    used * MAX_LOAD.1 > slots * MAX_LOAD.0
+}
+
+/// Slots (a power of two) for `frames` frames within [`MAX_LOAD`].
+fn slots_for(frames: usize) -> usize {
+    (frames * MAX_LOAD.1).div_ceil(MAX_LOAD.0).next_power_of_two()
+}
+
+/// `n` empty slots, from zeroed memory (a fresh allocation's pages are zero already, where
+/// filling with `Frame::default()` would write every byte).
+fn empty_slots(n: usize) -> Vec<Frame> {
+    let layout = std::alloc::Layout::array::<Frame>(n).expect("a frame table fits in memory");
+    // SAFETY: `Frame` is plain integers, for which all-zero bytes are a valid value (an empty
+    // slot); the pointer comes from the global allocator with `Frame`'s layout for `n` frames,
+    // which is what `Vec::from_raw_parts` requires, and a null pointer is handled.
+    unsafe {
+        let p = std::alloc::alloc_zeroed(layout) as *mut Frame;
+        if p.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        // write one word per 4 KB page, so each page faults in once, for writing (the first
+        // access to a slot is a read, which would map the shared zero page, and the write that
+        // follows would fault a second time)
+        let bytes = n * std::mem::size_of::<Frame>();
+        let b = p as *mut u8;
+        let mut at = 0;
+        while at < bytes {
+            std::ptr::write_volatile(b.add(at), 0);
+            at += 4096;
+        }
+        Vec::from_raw_parts(p, n, n)
+    }
+}
+
 /// The open-addressing frame table (see the module docs).
 #[derive(Debug, Clone)]
 pub struct FrameTable {
@@ -105,10 +151,10 @@ impl Default for FrameTable {
 }
 
 impl FrameTable {
-    /// A table sized for about `frames` frames at load factor 1/2.
+    /// A table sized for about `frames` frames at a load factor of at most [`MAX_LOAD`].
     pub fn with_capacity(frames: usize) -> Self {
-        let n = (frames * 2).next_power_of_two().max(16);
-        FrameTable { slots: vec![Frame::default(); n], used: 0, shared: 0 }
+        let n = slots_for(frames).max(16);
+        FrameTable { slots: empty_slots(n), used: 0, shared: 0 }
     }
 
     #[inline]
@@ -121,18 +167,38 @@ impl FrameTable {
     /// Slot holding `hash`, if any.
     #[inline]
     pub fn find(&self, hash: u64) -> Option<usize> {
+        self.probe(hash).ok()
+    }
+
+    /// `Ok(slot)` holding `hash`, or `Err(slot)`: the empty slot that ends its probe run, where
+    /// [`FrameTable::insert_at`] puts it without probing again.
+    #[inline]
+    pub fn probe(&self, hash: u64) -> Result<usize, usize> {
         let mask = self.slots.len() - 1;
         let mut i = self.home(hash);
         loop {
             let h = self.slots[i].hash;
             if h == hash {
-                return Some(i);
+                return Ok(i);
             }
             if h == 0 {
-                return None;
+                return Err(i);
             }
             i = (i + 1) & mask;
         }
+    }
+
+    /// Insert `f`, whose hash is not in the table, at `slot` from [`FrameTable::probe`] (no
+    /// change to the table in between); the same as [`FrameTable::insert`].
+    #[inline]
+    pub fn insert_at(&mut self, slot: usize, f: Frame) {
+        if over_load(self.used + 1, self.slots.len()) {
+            return self.insert(f);
+        }
+        debug_assert_eq!(self.probe(f.hash), Err(slot));
+        self.slots[slot] = f;
+        self.used += 1;
+        self.shared += matches!(f.kind(), FrameKind::Shared { .. }) as usize;
     }
 
     /// Hint the CPU to fetch the slot where `hash` would start its probe (a full scan issues
@@ -167,7 +233,7 @@ impl FrameTable {
 
     /// Insert a frame whose hash is not in the table.
     pub fn insert(&mut self, f: Frame) {
-        if (self.used + 1) * 2 > self.slots.len() {
+        if over_load(self.used + 1, self.slots.len()) {
             self.grow();
         }
         let mask = self.slots.len() - 1;
@@ -206,7 +272,7 @@ impl FrameTable {
 
     /// Make room for `frames` frames in all without growing again.
     pub fn reserve(&mut self, frames: usize) {
-        let n = (frames * 2).next_power_of_two();
+        let n = slots_for(frames);
         if n > self.slots.len() {
             self.rebuild(n);
         }
@@ -217,14 +283,16 @@ impl FrameTable {
     }
 
     fn rebuild(&mut self, n: usize) {
-        let old = std::mem::replace(&mut self.slots, vec![Frame::default(); n]);
-        let (used, shared) = (self.used, self.shared);
-        self.used = 0;
-        self.shared = 0;
+        let old = std::mem::replace(&mut self.slots, empty_slots(n));
+        let mask = n - 1;
+        // the same frames, counts unchanged: only their slots move
         for f in old.into_iter().filter(|f| f.hash != 0) {
-            self.insert(f);
+            let mut i = self.home(f.hash);
+            while self.slots[i].hash != 0 {
+                i = (i + 1) & mask;
+            }
+            self.slots[i] = f;
         }
-        debug_assert_eq!((used, shared), (self.used, self.shared));
     }
 
     /// Frames in use.
