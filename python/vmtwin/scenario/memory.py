@@ -437,6 +437,14 @@ def engine_section(sc: "Scenario") -> dict:
         return {"memory": out}
     from vmtwin.scenario import storage as _storage
 
+    # admission control's swap space: per datastore with a capacity, what its virtual disks
+    # leave for swap files (the key only when some datastore has one, so specs without stay as
+    # they were)
+    space = {ds.name: ds.capacity - _storage.disk_bytes(sc, sc.storage, ds.name)
+             for ds in sc.storage.datastores if ds.capacity is not None}
+    if space:
+        out["swap_space_bytes"] = space
+
     st = _storage.to_engine(sc)
     # a guest OS model swaps to the VM's own first disk
     names = [n for vm in sc.vms for n in vm.expanded_names()]

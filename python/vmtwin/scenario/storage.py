@@ -173,6 +173,10 @@ class Datastore(_Model):
     dqlen: Count = Field(32, description="Device queue depth (esxtop DQLEN).")
     psp: Psp = Field(default_factory=Psp, description="Path selection policy.")
     paths: list[Path] = Field(description="Paths to the LUN, at least one.")
+    capacity: Optional[Bytes] = Field(None, description="The datastore's capacity. Its VMs' virtual disks (their "
+                                      "sizes) must fit, and admission control refuses to power on a VM whose swap "
+                                      "file (configured memory minus memory reservation) does not fit in what is "
+                                      "left. Default: unlimited.")
 
 
 class Iometer(_Model):
@@ -379,6 +383,12 @@ def storage_errors(scenario: "Scenario"):
     return None
 
 
+def disk_bytes(scenario: "Scenario", st: Storage, datastore: str) -> int:
+    """Bytes of the virtual disks on ``datastore`` (a counted VM's disk once per instance)."""
+    counts = {vm.name: vm.count for vm in scenario.vms}
+    return sum(d.size * counts.get(d.vm, 1) for d in st.disks if d.datastore == datastore)
+
+
 def _check(scenario: "Scenario", st: Storage) -> None:
     _unique(st.adapters, "adapters")
     _unique(st.arrays, "arrays")
@@ -435,6 +445,11 @@ def _check(scenario: "Scenario", st: Storage) -> None:
                 raise scenario_error(f"{at}.{field}", b, "a multiple of 512 bytes")
             if b > d.size:
                 raise scenario_error(f"{at}.{field}", b, f"at most the disk's size ({d.size} bytes)")
+    for i, ds in enumerate(st.datastores):
+        need = disk_bytes(scenario, st, ds.name)
+        if ds.capacity is not None and need > ds.capacity:
+            raise scenario_error(f"storage.datastores[{i}].capacity", ds.capacity,
+                                 f"at least the {need} bytes of the virtual disks on datastore {ds.name!r}")
     for i, e in enumerate(st.events):
         at = f"storage.events[{i}]"
         if e.datastore not in stores:

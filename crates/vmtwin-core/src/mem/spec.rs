@@ -83,6 +83,12 @@ pub struct MemorySpec {
     pub standin_write_ns: Time,
     /// one entry per VM, in the order of `SimSpec::vms`
     pub vms: Vec<VmMemorySpec>,
+    /// admission control's swap space: per datastore with a capacity, the bytes its virtual
+    /// disks leave for swap files; a VM powers on only if its swap file (configured memory minus
+    /// reservation, research/memory.md C.22) fits beside those of the VMs already on. A datastore
+    /// not listed has no limit.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub swap_space_bytes: std::collections::BTreeMap<String, u64>,
 }
 
 /// One VM's memory settings.

@@ -144,6 +144,8 @@ pub(super) struct Memory {
     guest_table: Table,
     /// the VMs' applications (`mem_app`), when any VM runs one
     apps: Option<Apps>,
+    /// per datastore with limited swap space, the bytes its powered-on VMs' swap files take
+    swap_taken: std::collections::BTreeMap<String, u64>,
 }
 
 fn vm_schema() -> Table {
@@ -298,6 +300,7 @@ impl Memory {
             host_table: host_schema(),
             guest_table: guest_schema(),
             apps: Apps::new(spec.vms.iter().map(|v| v.app.clone()).collect(), sim.guests.len()),
+            swap_taken: Default::default(),
         })
     }
 
@@ -439,7 +442,32 @@ impl Simulation {
                 images + ((v.content.os_copy_fraction * f64::from(pages)) as u32).min(pages - images)
             }
         };
+        // admission control of the swap file [research/memory.md C.22]: configured memory minus
+        // reservation must fit on its datastore beside the swap files of the VMs already on
+        let swap = match v.swap_datastore.as_ref().and_then(|ds| Some((ds, *mem.spec.swap_space_bytes.get(ds)?))) {
+            Some((ds, space)) => {
+                let need = self.spec.vms[vm as usize].memory_bytes.saturating_sub(v.reservation_bytes);
+                let taken = mem.swap_taken.get(ds).copied().unwrap_or(0);
+                if taken + need > space {
+                    return Err(crate::VmtwinError::AdmissionControl {
+                        entity: self.spec.vms[vm as usize].name.clone(),
+                        reason: format!(
+                            "its swap file needs {need} bytes (configured memory {} - reservation {}) on datastore '{ds}', which has {} bytes free \
+                             ({space} left by its virtual disks, {taken} taken by the swap files of VMs already on)",
+                            self.spec.vms[vm as usize].memory_bytes,
+                            v.reservation_bytes,
+                            space - taken
+                        ),
+                    });
+                }
+                Some((ds.clone(), need))
+            }
+            None => None,
+        };
         let mi = mem.host.power_on(s)?;
+        if let Some((ds, need)) = swap {
+            *mem.swap_taken.entry(ds).or_default() += need;
+        }
         if let Some(a) = v.app.as_ref().filter(|a| a.file_pages() > 0) {
             mem.host.set_guest_file_pages(mi, a.file_pages());
         }
