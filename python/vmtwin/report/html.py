@@ -404,7 +404,12 @@ def render_report(
                         for col, (x, y) in compare_hosts(res, other).items()) + ".</p>",
             _compare_table(diff),
         ]
-    blocks = [_figure_html(fig, fig_id, include_plotlyjs=(i == 0)) for i, (fig, fig_id) in enumerate(zip(figs, ids))]
+    # the memory section comes before the figures: when it has its state figure, that one
+    # carries plotly.js
+    mem_blocks = memory_html(res, figure_html=lambda fig, fig_id: _figure_html(fig, fig_id, include_plotlyjs=True))
+    js_done = bool(mem_blocks)
+    blocks = [_figure_html(fig, fig_id, include_plotlyjs=(i == 0 and not js_done))
+              for i, (fig, fig_id) in enumerate(zip(figs, ids))]
     facts = "".join(
         f"<div><dt>{escape(k)}</dt><dd>{escape(v)}</dd></div>"
         for k, v in _facts(manifest, host, len(summary))
@@ -438,7 +443,7 @@ def render_report(
             '<p class="note">Pool settings as the scenario sets them. Usage and entitlement are sums '
             "over the VMs in the pool and below it.</p>",
             *storage_html(res),
-            *memory_html(res),
+            *mem_blocks,
             *compare_html,
             "<h2>Figures</h2>",
             *blocks,

@@ -4,11 +4,14 @@ the field named, nothing written)."""
 
 from __future__ import annotations
 
+import base64
 import csv
+import json
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from html_table import table_rows
@@ -153,6 +156,38 @@ def test_vmtwin_run_on_an_overcommitted_host(tmp_path):
         assert float(r[5]) == pytest.approx(mine["CNSM"].iloc[-1], abs=0.05)
         assert float(r[8]) == pytest.approx(mine["MCTLSZ"].mean(), abs=0.05)
     assert (db["MEMSZ"] - db["MCTLSZ"] - db["SWCUR"] - db["ZIP"] >= 1536 - 1e-6).all()
+    # the host memory state over time, a step plot in the memory section, drawn from mem_host
+    assert_memory_state_figure(page, host.to_pandas())
+
+
+def _plotly_array(v):
+    """A trace's x or y as a list: plain JSON, or plotly's typed-array encoding."""
+    if isinstance(v, dict) and "bdata" in v:
+        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"])).tolist()
+    return list(v)
+
+
+def assert_memory_state_figure(page: str, host) -> None:
+    from plotly.offline import get_plotlyjs
+
+    sections = [page.index(s) for s in ("<h2>Memory</h2>", '<div class="figure" id="fig-memory-state">',
+                                        "<h3>Host memory state changes</h3>", "<h2>Figures</h2>")]
+    assert sections == sorted(sections), sections
+    # plotly.js inlined once, before the first figure's drawing call (this one's)
+    js = get_plotlyjs()[:500]
+    assert page.count(js) == 1 and page.index(js) < page.index("Plotly.newPlot")
+    at = page.index('Plotly.newPlot(', sections[1])
+    call = page[at + len("Plotly.newPlot("):]
+    assert call.lstrip().startswith('"plot-memory-state"'), call[:80]
+    traces, _ = json.JSONDecoder().raw_decode(call[call.index("["):])
+    state, free, pmem = traces
+    assert state["line"]["shape"] == "hv" and state["name"] == "state"
+    h = host.sort_values("time_s")
+    assert _plotly_array(state["x"]) == h["time_s"].tolist()
+    assert _plotly_array(state["y"]) == h["state"].tolist()
+    assert _plotly_array(free["y"]) == h["FREE"].tolist() and _plotly_array(pmem["y"]) == h["PMEM"].tolist()
+    # the levels are named on the state axis
+    assert '"ticktext":["high","soft","hard","low"]' in call[:call.index("</script>")].replace(" ", "")
 
 
 # --------------------------------------------------------------------------- table identities
