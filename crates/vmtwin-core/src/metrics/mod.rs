@@ -8,4 +8,4 @@ mod sampler;
 mod table;
 
 pub use sampler::{Sampler, VmRow};
-pub use table::{Cells, Column, RowWriter, Table, Value};
+pub use table::{Cells, Column, Row, RowWriter, Rows, Table, Value};

@@ -124,6 +124,25 @@ impl Table {
         RowWriter { cols: self.columns.iter_mut() }
     }
 
+    /// A writer of at most `rows` more rows straight into the columns' memory (see [`Rows`]).
+    pub fn append(&mut self, rows: usize) -> Rows<'_> {
+        self.reserve(rows);
+        let slots = self
+            .columns
+            .iter_mut()
+            .map(|(name, c)| {
+                // the first free slot of each column: `reserve` made room for `rows` after it
+                let (at, kind) = match c {
+                    Column::F64(v) => (v.spare_capacity_mut().as_mut_ptr() as *mut u8, Kind::F64),
+                    Column::U64(v) => (v.spare_capacity_mut().as_mut_ptr() as *mut u8, Kind::U64),
+                    Column::U32(v) => (v.spare_capacity_mut().as_mut_ptr() as *mut u8, Kind::U32),
+                };
+                Slot { at, kind, name: *name }
+            })
+            .collect();
+        Rows { cols: &mut self.columns, slots, done: 0, room: rows }
+    }
+
     /// Reserve room for `rows` more rows in every column.
     pub fn reserve(&mut self, rows: usize) {
         for (_, c) in &mut self.columns {
@@ -233,5 +252,183 @@ impl Cells for RowWriter<'_> {
 impl Drop for RowWriter<'_> {
     fn drop(&mut self) {
         assert!(self.cols.len() == 0 || std::thread::panicking(), "a row left short");
+    }
+}
+
+/// A column's type, checked at every cell a [`Rows`] writer stores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    F64,
+    U64,
+    U32,
+}
+
+/// Where a [`Rows`] writer stores one column's cells.
+struct Slot {
+    /// the column's first free slot when the writer was made
+    at: *mut u8,
+    kind: Kind,
+    name: &'static str,
+}
+
+/// Appends up to a given number of rows (see [`Table::append`]), each cell stored straight into
+/// room reserved beforehand: no length update or capacity check per cell, where a
+/// [`RowWriter`] push costs about 20 instructions (a 1,024-VM host writes 40,000 cells per
+/// sample). Rows, written cell by cell in schema order with [`Rows::row`], join the columns
+/// when the writer is dropped; a row left short panics and is not kept.
+pub struct Rows<'a> {
+    /// the table's columns, borrowed so that none can grow (move) while the writer lives
+    cols: &'a mut [(&'static str, Column)],
+    slots: Vec<Slot>,
+    /// rows written in full
+    done: usize,
+    /// rows reserved
+    room: usize,
+}
+
+impl<'a> Rows<'a> {
+    /// The next row; panics beyond the rows reserved.
+    #[inline]
+    pub fn row(&mut self) -> Row<'_, 'a> {
+        assert!(self.done < self.room, "more rows than the {} reserved", self.room);
+        Row { k: 0, rows: self }
+    }
+
+    /// Store cell `x` of type `kind` as the row's next cell.
+    #[inline(always)]
+    fn put<T>(&mut self, k: usize, kind: Kind, name: &'static str, x: T) {
+        let slot = self.slots.get(k).expect("a cell beyond the schema");
+        assert!(slot.kind == kind, "column {} is {:?}, given a {kind:?}", slot.name, slot.kind);
+        debug_assert_eq!(slot.name, name);
+        // SAFETY: `slot.at` is the column's first free slot for a `T` (its kind, checked above),
+        // with room for `room` values after it (`Table::append` reserved them), and
+        // `done < room` (`row`); the column cannot reallocate while `cols` is borrowed here
+        unsafe { (slot.at as *mut T).add(self.done).write(x) }
+    }
+}
+
+impl Drop for Rows<'_> {
+    fn drop(&mut self) {
+        for (_, c) in self.cols.iter_mut() {
+            // SAFETY: the `done` values after each column's length were written by complete
+            // rows (`Row`'s drop counts a row only when every cell was stored) within the
+            // reserved capacity
+            unsafe {
+                match c {
+                    Column::F64(v) => v.set_len(v.len() + self.done),
+                    Column::U64(v) => v.set_len(v.len() + self.done),
+                    Column::U32(v) => v.set_len(v.len() + self.done),
+                }
+            }
+        }
+    }
+}
+
+/// One row of a [`Rows`] writer: every cell, in schema order, with the column's type.
+pub struct Row<'r, 'a> {
+    rows: &'r mut Rows<'a>,
+    k: usize,
+}
+
+impl Row<'_, '_> {
+    #[inline(always)]
+    fn put<T>(&mut self, kind: Kind, name: &'static str, x: T) {
+        self.rows.put(self.k, kind, name, x);
+        self.k += 1;
+    }
+}
+
+impl Cells for Row<'_, '_> {
+    #[inline(always)]
+    fn f64(&mut self, name: &'static str, x: f64) {
+        self.put(Kind::F64, name, x);
+    }
+
+    #[inline(always)]
+    fn u64(&mut self, name: &'static str, x: u64) {
+        self.put(Kind::U64, name, x);
+    }
+
+    #[inline(always)]
+    fn u32(&mut self, name: &'static str, x: u32) {
+        self.put(Kind::U32, name, x);
+    }
+}
+
+impl Drop for Row<'_, '_> {
+    fn drop(&mut self) {
+        if self.k == self.rows.slots.len() {
+            self.rows.done += 1;
+        } else {
+            assert!(std::thread::panicking(), "a row left short");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn schema() -> Table {
+        Table::with_schema(&[("t", Value::F64(0.0)), ("id", Value::U32(0)), ("ns", Value::U64(0))])
+    }
+
+    fn cells(c: &mut impl Cells, i: u64) {
+        c.f64("t", i as f64 * 0.5);
+        c.u32("id", i as u32 + 7);
+        c.u64("ns", i * 1_000_000_007);
+    }
+
+    #[test]
+    fn rows_writer_appends_what_push_row_does() {
+        // the oracle is the same rows through `push_row`, after rows already in the table
+        let mut want = schema();
+        let mut got = schema();
+        for i in 0..5 {
+            let mut row = Vec::new();
+            cells(&mut row, i);
+            want.push_row(&row);
+            got.push_row(&row);
+        }
+        for (batch, n) in [(0u64, 3u64), (1, 0), (2, 40)] {
+            let mut rows = got.append(n as usize + 2); // room for more than are written
+            for i in 0..n {
+                cells(&mut rows.row(), 100 * batch + i);
+            }
+            drop(rows);
+            for i in 0..n {
+                let mut row = Vec::new();
+                cells(&mut row, 100 * batch + i);
+                want.push_row(&row);
+            }
+        }
+        assert_eq!(got.rows(), 5 + 3 + 40);
+        assert_eq!(got.columns, want.columns);
+    }
+
+    #[test]
+    fn rows_writer_keeps_only_whole_rows() {
+        let mut t = schema();
+        let short = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut rows = t.append(2);
+            cells(&mut rows.row(), 1);
+            let mut r = rows.row();
+            r.f64("t", 9.0);
+        }));
+        assert!(short.is_err(), "a row left short panics");
+        assert_eq!(t.rows(), 1, "the whole row is kept, the short one is not");
+        let wrong = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut rows = t.append(1);
+            rows.row().u64("t", 3);
+        }));
+        assert!(wrong.is_err(), "a cell of the wrong type panics");
+        let beyond = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut rows = t.append(1);
+            cells(&mut rows.row(), 2);
+            cells(&mut rows.row(), 3);
+        }));
+        assert!(beyond.is_err(), "a row beyond those reserved panics");
+        assert_eq!(t.rows(), 2);
+        assert_eq!(t.column("id"), Some(&Column::U32(vec![8, 9])));
     }
 }

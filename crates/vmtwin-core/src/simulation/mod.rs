@@ -459,6 +459,11 @@ impl Simulation {
         if until < self.now {
             return Err(VmtwinError::Simulation(format!("cannot run back to {until} ns: the clock is at {} ns", self.now)));
         }
+        // room in the sampled tables for every sample due before `until` (the bindings run in
+        // slices of about 2^16 rows and drain each; a whole run reserves the whole run's rows)
+        let interval = self.spec.sample_interval_ns;
+        let samples = (until / interval).saturating_sub(self.now / interval);
+        self.sampler.reserve_samples(usize::try_from(samples).unwrap_or(usize::MAX), self.vms.len());
         let mut left = max_events;
         loop {
             if left == 0 {
