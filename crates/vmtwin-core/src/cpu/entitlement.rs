@@ -84,14 +84,41 @@ pub fn water_fill(capacity: f64, claims: &[Claim]) -> Vec<f64> {
 
 /// [`water_fill`] and its [`water_level`] together, for one sort of the breakpoints.
 pub fn fill(capacity: f64, claims: &[Claim]) -> (Vec<f64>, f64) {
+    let mut split = Vec::new();
+    let level = fill_in(capacity, claims, &mut split, &mut LevelScratch::default());
+    (split, level)
+}
+
+/// [`fill`] writing the split into `split` (cleared first) and using `room`'s buffers: the
+/// entitlement update calls it every second, and reused buffers spare it the allocations.
+pub(crate) fn fill_in(capacity: f64, claims: &[Claim], split: &mut Vec<f64>, room: &mut LevelScratch) -> f64 {
     let capacity = capacity.max(0.0);
-    let level = water_level(capacity, claims);
+    let level = water_level_in(capacity, claims, room);
     let lo_sum: f64 = claims.iter().map(|c| c.lo).sum();
+    split.clear();
     if lo_sum >= capacity {
         let scale = if lo_sum > 0.0 { capacity / lo_sum } else { 0.0 };
-        return (claims.iter().map(|c| c.lo * scale).collect(), level);
+        split.extend(claims.iter().map(|c| c.lo * scale));
+    } else {
+        split.extend(claims.iter().map(|c| (level * c.shares).clamp(c.lo, c.hi)));
     }
-    (claims.iter().map(|c| (level * c.shares).clamp(c.lo, c.hi)).collect(), level)
+    level
+}
+
+/// Buffers of [`water_level`]'s search, kept from call to call.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LevelScratch {
+    open: Vec<Open>,
+    points: Vec<u64>,
+}
+
+/// A child not yet settled by [`water_level`]'s search: its breakpoints and its claim.
+#[derive(Debug, Clone, Copy)]
+struct Open {
+    /// where it starts growing and where it stops, MHz per share
+    p: f64,
+    q: f64,
+    c: Claim,
 }
 
 /// The water level `lambda` of [`water_fill`]: MHz per share at which the claims fill
@@ -107,6 +134,11 @@ pub fn fill(capacity: f64, claims: &[Claim]) -> (Vec<f64>, f64) {
 /// assert_eq!(water_level(4.0, &[c(1.0, 0.0, 1.0), c(1.0, 0.0, 1.0)]), f64::INFINITY);
 /// ```
 pub fn water_level(capacity: f64, claims: &[Claim]) -> f64 {
+    water_level_in(capacity, claims, &mut LevelScratch::default())
+}
+
+/// [`water_level`] with its buffers in `room`.
+pub(crate) fn water_level_in(capacity: f64, claims: &[Claim], room: &mut LevelScratch) -> f64 {
     let capacity = capacity.max(0.0);
     let hi_sum: f64 = claims.iter().map(|c| c.hi).sum();
     if hi_sum <= capacity {
@@ -125,13 +157,19 @@ pub fn water_level(capacity: f64, claims: &[Claim]) -> f64 {
     // O(n log n) sort of walking every breakpoint (a third of a 1,024-VM host's run time).
     let (mut a, mut b) = (0.0f64, f64::INFINITY);
     let (mut fixed, mut slope) = (0.0f64, 0.0f64);
-    // (start, stop, child) of every child not yet settled
-    let mut open: Vec<(f64, f64, usize)> = claims.iter().enumerate().map(|(i, c)| (c.lo / c.shares, c.hi / c.shares, i)).collect();
-    let mut points: Vec<f64> = Vec::with_capacity(2 * claims.len());
+    // every child not yet settled, with its claim beside its breakpoints (read in every round)
+    let LevelScratch { open, points } = room;
+    open.clear();
+    open.extend(claims.iter().map(|c| Open { p: c.lo / c.shares, q: c.hi / c.shares, c: *c }));
+    // room for every breakpoint: each round stores both of an unsettled child's and keeps
+    // those inside the bracket (a count, not a branch: which ones are inside is a coin toss)
+    points.clear();
+    points.resize(2 * open.len(), 0);
     loop {
         let (lo_b, hi_b) = (a, b);
-        open.retain(|&(p, q, i)| {
-            let c = &claims[i];
+        let mut np = 0;
+        open.retain(|o| {
+            let (p, q, c) = (o.p, o.q, &o.c);
             if p >= hi_b {
                 fixed += c.lo;
             } else if q <= lo_b {
@@ -139,25 +177,21 @@ pub fn water_level(capacity: f64, claims: &[Claim]) -> f64 {
             } else if p <= lo_b && q >= hi_b {
                 slope += c.shares;
             } else {
+                // a breakpoint inside the bracket is > a >= 0, and positive floats order as
+                // their bit patterns do: the median is selected among integers
+                points[np] = p.to_bits();
+                np += usize::from(lo_b < p && p < hi_b);
+                points[np] = q.to_bits();
+                np += usize::from(lo_b < q && q < hi_b);
                 return true;
             }
             false
         });
-        points.clear();
-        for &(p, q, _) in &open {
-            if a < p && p < b {
-                points.push(p);
-            }
-            if a < q && q < b {
-                points.push(q);
-            }
-        }
-        if points.is_empty() {
+        if np == 0 {
             break;
         }
-        let mid = points.len() / 2;
-        let m = *points.select_nth_unstable_by(mid, f64::total_cmp).1;
-        let f = fixed + slope * m + open.iter().map(|&(_, _, i)| (m * claims[i].shares).clamp(claims[i].lo, claims[i].hi)).sum::<f64>();
+        let m = f64::from_bits(*points[..np].select_nth_unstable(np / 2).1);
+        let f = fixed + slope * m + open.iter().map(|o| (m * o.c.shares).clamp(o.c.lo, o.c.hi)).sum::<f64>();
         if f >= capacity {
             b = m;
         } else {

@@ -30,7 +30,7 @@
 //! - ESX keeps part of the host for the VMkernel and the service console; the root pool here
 //!   offers the whole capacity.
 
-use super::entitlement::{fill, water_level, Claim};
+use super::entitlement::{fill_in, water_level_in, Claim, LevelScratch};
 use crate::spec::PoolSpec;
 use crate::{invalid, VmtwinError, VmtwinResult};
 
@@ -288,7 +288,7 @@ impl PoolTree {
     /// than the water-fill); the result is `room`'s, in VM order.
     pub fn entitlements_in<'a>(&self, vms: &[VmClaim], capacity_mhz: f64, room: &'a mut PoolScratch) -> &'a [Entitlement] {
         let n = self.pools.len();
-        let PoolScratch { lo, hi, unlimited_hi, alloc, wcap, binding, claims, out } = room;
+        let PoolScratch { lo, hi, unlimited_hi, alloc, wcap, binding, claims, split, level_room, out } = room;
         for v in [&mut *lo, &mut *hi, &mut *unlimited_hi, &mut *alloc, &mut *wcap] {
             v.clear();
             v.resize(n, 0.0);
@@ -331,12 +331,12 @@ impl PoolTree {
                 let (l, h) = vm_bounds(&vms[v as usize]);
                 claims.push(Claim { shares: vms[v as usize].shares as f64, lo: l, hi: h });
             }
-            let (split, alloc_level) = fill(alloc[id], claims);
+            let alloc_level = fill_in(alloc[id], claims, split, level_room);
             if let Some(l) = p.limit_mhz {
                 binding[id] |= alloc[id] >= l as f64 * (1.0 - 1e-9) && unlimited_hi[id] > l as f64;
             }
             // the weight capacity differs from the allocation only below a limited pool
-            let level = if wcap[id] == alloc[id] { alloc_level } else { water_level(wcap[id], claims) };
+            let level = if wcap[id] == alloc[id] { alloc_level } else { water_level_in(wcap[id], claims, level_room) };
             for (k, &c) in p.pools.iter().enumerate() {
                 let c = c as usize;
                 alloc[c] = split[k];
@@ -366,7 +366,8 @@ impl PoolTree {
 }
 
 /// Room for [`PoolTree::entitlements_in`]: per pool its floor, ceilings, allocation, weight
-/// capacity and whether a limit binds it; one pool's claims; the result.
+/// capacity and whether a limit binds it; one pool's claims, their split and the water level's
+/// search buffers; the result.
 #[derive(Debug, Clone, Default)]
 pub struct PoolScratch {
     lo: Vec<f64>,
@@ -376,6 +377,8 @@ pub struct PoolScratch {
     wcap: Vec<f64>,
     binding: Vec<bool>,
     claims: Vec<Claim>,
+    split: Vec<f64>,
+    level_room: LevelScratch,
     out: Vec<Entitlement>,
 }
 

@@ -7,7 +7,7 @@
 //! reservation and limit, or power one on, which is the narrow control API the management layer
 //! (vATM, autonomous resource sharing) drives.
 
-use crate::cpu::{check_vm_cpu, CpuSched, PoolTree, VcpuShare, VmClaim, ROOT_POOL};
+use crate::cpu::{check_vm_cpu, CpuSched, PoolScratch, PoolTree, VcpuShare, VmClaim, ROOT_POOL};
 use crate::guest::{GuestVcpu, Next, Workload};
 use crate::hw::Topology;
 use crate::mem::MemEvent;
@@ -67,8 +67,9 @@ pub struct Simulation {
     perf: Option<crate::perf::PerfModel>,
     /// the `barrier` table, when a VM runs a barrier program (`barrier.rs`)
     barrier_table: Option<Table>,
-    /// scratch of `recompute_entitlements`: per VM, its claim and its vCPUs' share
-    ent_scratch: (Vec<VmClaim>, Vec<VcpuShare>),
+    /// scratch of `recompute_entitlements`: per VM, its claim and its vCPUs' share; the pool
+    /// tree's buffers
+    ent_scratch: (Vec<VmClaim>, Vec<VcpuShare>, PoolScratch),
     now: Time,
     events: u64,
     log: Vec<(Time, String)>,
@@ -189,7 +190,7 @@ impl Simulation {
             mem_events: Slab::default(),
             perf: None,
             barrier_table: None,
-            ent_scratch: (Vec::new(), Vec::new()),
+            ent_scratch: (Vec::new(), Vec::new(), PoolScratch::default()),
             now: 0,
             events: 0,
             log: Vec::new(),
@@ -523,16 +524,16 @@ impl Simulation {
     /// (`entitlement_mhz`) and its scheduling weight, split evenly over its vCPUs.
     fn recompute_entitlements(&mut self) {
         let core = self.topo.core_mhz as f64;
-        // the claims and per-VM shares reuse last time's vectors (with 1,024 VMs, fresh ones
-        // every second showed up among the run's L1 write misses)
-        let (mut claims, mut shares) = std::mem::take(&mut self.ent_scratch);
+        // the claims, per-VM shares and the pool tree's buffers reuse last time's vectors (with
+        // 1,024 VMs, fresh ones every second showed up among the run's L1 write misses)
+        let (mut claims, mut shares, mut room) = std::mem::take(&mut self.ent_scratch);
         claims.clear();
         claims.extend(self.vms.iter().map(|v| {
             let vcpus = &self.sched.vcpus[v.first_vcpu as usize..(v.first_vcpu + v.vcpus) as usize];
             let demand = vcpus.iter().map(|c| c.demand).sum::<f64>() * core;
             VmClaim::of(v.shares, v.reservation_mhz, v.limit_mhz, v.vcpus, core, demand, v.powered_on_at.is_some())
         }));
-        let ent = self.pools.entitlements(&claims, self.topo.capacity_mhz() as f64);
+        let ent = self.pools.entitlements_in(&claims, self.topo.capacity_mhz() as f64, &mut room);
         shares.clear();
         for (i, v) in self.vms.iter_mut().enumerate() {
             v.entitlement_mhz = ent[i].mhz;
@@ -546,7 +547,7 @@ impl Simulation {
             }
         }
         self.sched.set_weights(self.now, &shares);
-        self.ent_scratch = (claims, shares);
+        self.ent_scratch = (claims, shares, room);
     }
 }
 
