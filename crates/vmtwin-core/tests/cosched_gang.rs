@@ -227,19 +227,28 @@ proptest! {
         prop_assert!(conserved(&mut sim, specs.len()).is_ok(), "{:?}", conserved(&mut sim, specs.len()));
     }
 
-    /// `relaxed-3x`: co-stop is VM-wide too, and a VM stays co-stopped only while some skew is
-    /// over the threshold; time is conserved.
+    /// `relaxed-3x`, with a co-start skew drawn from 0 to the threshold: co-stop is VM-wide
+    /// and lasts after the gang co-start until the skew is down, so a VM has a vCPU in COSTOP
+    /// only while some cumulative skew is over the co-start skew; no READY vCPU's skew exceeds
+    /// the threshold by more than the accounting tick it co-stops on; a vCPU runs beside a
+    /// co-stopped sibling only when that co-stop has lasted past a gang co-start; time is
+    /// conserved.
     #[test]
-    fn relaxed_3x_costops_the_whole_vm(
+    fn relaxed_3x_costops_last_until_the_skew_is_down(
         pcpus in 1u32..5,
         threshold_us in 100u64..5000,
+        costart_pct in prop_oneof![Just(0u64), Just(100u64), 0u64..100],
         vms in random_vms(),
     ) {
         let th = threshold_us * 1000;
+        let cs = th * costart_pct / 100;
         let specs = build(pcpus, &vms);
-        let (mut sim, w) = watch(with_mode(spec(pcpus, 2 * S, specs.clone()), CoschedMode::Relaxed3x, th));
-        prop_assert!(!w.run_beside_costop, "{:?}", w);
-        prop_assert!(w.costop_vm_skew_min.is_none_or(|m| m > th), "{:?}", w);
+        let mut s = with_mode(spec(pcpus, 2 * S, specs.clone()), CoschedMode::Relaxed3x, th);
+        s.cpu_sched.cosched_costart_skew_ns = cs;
+        let (mut sim, w) = watch(s);
+        prop_assert!(w.ready_skew_max <= th + SKEW_TICK_NS, "{:?}", w);
+        prop_assert!(w.costop_vm_skew_min.is_none_or(|m| m > cs), "held late: {:?}", w);
+        prop_assert!(!w.run_beside_costop || sim.sched().stats.costarts > 0, "{:?}", w);
         prop_assert!(conserved(&mut sim, specs.len()).is_ok(), "{:?}", conserved(&mut sim, specs.len()));
     }
 
@@ -323,11 +332,12 @@ fn probe() {
     }
 }
 
-/// `relaxed-3x`'s READY skew bound (threshold + one accounting tick). KNOWN FAILURE, kept to
-/// be fixed: a 2-vCPU VM beside a 1-vCPU VM on 2 pCPUs (proptest's shrunk case) shows a READY
-/// vCPU at 1.30 ms of skew with a 0.1 ms threshold and a 1 ms tick.
+/// `relaxed-3x`'s READY skew bound (threshold + one accounting tick) on proptest's shrunk case:
+/// a 2-vCPU VM beside a 1-vCPU VM on 2 pCPUs, a 0.1 ms threshold and a 1 ms tick. Its laggard
+/// halts within microseconds of each co-start and wakes still over the threshold; while its
+/// co-stop ended at the co-start, the skew ratcheted up to 2.75 ms (session 19); a co-stop
+/// that lasts until the skew is down bounds it.
 #[test]
-#[ignore = "known failure: relaxed-3x READY skew overshoots threshold + tick (docs/cosched.md)"]
 fn relaxed_3x_ready_skew_stays_within_threshold_plus_a_tick() {
     let pair = vm("pair", 2, 1, 0, None, WorkloadSpec::CpuBound {
         duty: 0.912143919517026, burst_ns: MS, burst_dist: BurstDist::Exponential, arrivals: Arrivals::Closed });
@@ -431,4 +441,29 @@ fn fluid_mode_refuses_cosched_and_barriers_naming_the_field() {
     };
     let err = vmtwin_core::fluid::FluidSim::new(spec(2, S, vec![vm("a", 2, 1000, 0, None, program)])).unwrap_err().to_string();
     assert!(err.starts_with("vms[0].workload.kind"), "{err}");
+}
+
+/// `relaxed-3x` whose co-stops last, on the cases that broke the max-min allocation while it
+/// was built (session 20): a 1-vCPU VM beside a 2-vCPU VM on 2 pCPUs, shares 7 : 8 (a held
+/// vCPU compared with a queue entry its own co-stop had left behind, and lost: 0.991 and 1.009
+/// pCPU instead of 0.933 and 1.067), and a 2-vCPU VM entitled to a whole pCPU per vCPU beside a
+/// 3-vCPU VM on 4 pCPUs (a held vCPU took the pCPU of a vCPU it may not displace: 1.908
+/// instead of 2). Each VM within 3% of the exact oracle, as the proptest judges.
+#[test]
+fn relaxed_3x_lasting_costops_keep_max_min_on_the_cases_that_broke_it() {
+    for (pcpus, vms) in [(2u32, vec![(1u32, 7u32), (2, 8)]), (4, vec![(2, 821), (3, 1)])] {
+        let specs: Vec<_> = vms.iter().enumerate().map(|(i, &(n, s))| vm(&format!("vm{i}"), n, s, 0, None, busy())).collect();
+        let shares: Vec<f64> = specs.iter().map(|v| v.shares as f64).collect();
+        let hi: Vec<f64> = specs.iter().map(|v| v.vcpus as f64).collect();
+        let exact = oracle(pcpus as f64, &shares, &vec![0.0; specs.len()], &hi);
+        let duration = 30 * S;
+        let mut sim = Simulation::new(with_mode(spec(pcpus, duration, specs), CoschedMode::Relaxed3x, 3 * MS)).unwrap();
+        sim.run().unwrap();
+        let cstp: u64 = sim.sched().vcpus.iter().map(|v| v.time_ns[VcpuState::Costop as usize]).sum();
+        assert!(cstp > 0, "{pcpus} pCPUs {vms:?}: the co-stops last");
+        for (i, e) in exact.iter().enumerate() {
+            let got = sim.vm_counters(i as u32)[5] as f64 / duration as f64;
+            assert!((got - e).abs() <= 0.03 * e.max(0.25), "{pcpus} pCPUs {vms:?}: vm{i} got {got} pCPU, exact {e}");
+        }
+    }
 }

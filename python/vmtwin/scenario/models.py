@@ -120,8 +120,9 @@ class CpuScheduler(_Model):
         None, description="Skew past which co-scheduling co-stops (%CSTP), e.g. '3ms'."
     )
     cosched_costart_skew: Optional[Nanos] = Field(
-        None, description="relaxed-4x: a co-stopped vCPU starts again once no sibling is more than this behind it "
-        "(its laggards caught up), at most cosched_skew_threshold, e.g. '0ms' (default); docs/cosched.md."
+        None, description="Where a co-stop ends: relaxed-4x, a co-stopped vCPU starts again once no sibling is more than "
+        "this behind it (its laggards caught up); relaxed-3x, the VM's other vCPUs stay co-stopped until its co-started "
+        "laggards' skew is down to this. At most cosched_skew_threshold, e.g. '0ms' (default); docs/cosched.md."
     )
     llc_aware: Optional[Annotated[bool, Strict()]] = Field(
         None, description="LLC-aware placement and pulls (ESX 4): true (default) or false."

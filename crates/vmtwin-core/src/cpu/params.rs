@@ -52,11 +52,14 @@ pub struct CpuSchedParams {
     /// Skew past which a leading vCPU is co-stopped, in ns. Default 3 ms: the paper's "a few
     /// milliseconds" (research/cpu.md C9).
     pub cosched_skew_threshold_ns: Time,
-    /// Co-start skew of `relaxed-4x`, in ns: a co-stopped vCPU starts again once no sibling is
-    /// more than this behind it (its laggards have caught up), not as soon as they move. At
-    /// most the threshold; the threshold itself is C12's "no hysteresis". Default 0: "once the
-    /// lagging vCPUs catch up, the stopped vCPUs can start individually" [WP §3.1], caught up
-    /// being no skew left (`cosched.rs`). `strict` and `relaxed-3x` do not read it yet.
+    /// Co-start skew, in ns: where a co-stop ends. `relaxed-4x`: a co-stopped vCPU starts again
+    /// once no sibling is more than this behind it (its laggards have caught up), not as soon
+    /// as they move. `relaxed-3x`: after the gang co-start, the VM's other vCPUs stay co-stopped
+    /// until every member of the gang has worked its cumulative skew down to this. At most the
+    /// threshold; the threshold itself is C12's "no hysteresis". Default 0: "once the lagging
+    /// vCPUs catch up, the stopped vCPUs can start individually" and "scheduled together until
+    /// the skew decreased sufficiently" [WP §3.1], caught up being no skew left (`cosched.rs`).
+    /// `strict` does not read it: its co-stop ends at the gang co-start of every vCPU.
     pub cosched_costart_skew_ns: Time,
     /// LLC-aware placement and load balancing (ESX 4, research/cpu.md A6.3), a switch (dimensionless): a waking
     /// vCPU looks for an idle pCPU in its last pCPU's LLC before going further, and a pCPU that

@@ -390,6 +390,10 @@ pub struct CpuSched {
     any_dirty: bool,
     /// VMs co-stopped as a whole and waiting for a gang co-start (`strict`, `relaxed-3x`)
     waiting: Vec<u32>,
+    /// `relaxed-3x` VMs whose gang co-started while their co-stop lasts (`Siblings::holding`)
+    holding: Vec<u32>,
+    /// COSTOP counts as runnable in the fair clock (`relaxed-3x`, see `hold_or_end`)
+    costop_in_clock: bool,
     /// an empty list with room, swapped in for a VM's co-stopped vCPUs while `settle_dirty`
     /// goes through them (so the ones kept co-stopped are pushed without allocating)
     spare_stopped: Vec<u32>,
@@ -513,6 +517,8 @@ impl CpuSched {
             dirty: vec![0; vcpus_per_vm.len().div_ceil(64)],
             any_dirty: false,
             waiting: Vec::new(),
+            holding: Vec::new(),
+            costop_in_clock: params.cosched_mode == CoschedMode::Relaxed3x,
             spare_stopped: Vec::new(),
             node_of,
             node_range,
@@ -579,8 +585,10 @@ impl CpuSched {
         vc.since = now;
         vc.state = state;
         let (w, key, vm, a, limited) = (vc.weight, vc.key, vc.vm as usize, vc.bucket_part(), vc.limited);
-        if RUNNABLE[old as usize] != RUNNABLE[state as usize] {
-            if RUNNABLE[state as usize] {
+        let in_clock = self.costop_in_clock;
+        let runnable = |s: VcpuState| RUNNABLE[s as usize] || (s == VcpuState::Costop && in_clock);
+        if runnable(old) != runnable(state) {
+            if runnable(state) {
                 self.clock.join(w, key);
             } else {
                 self.clock.leave(w, key);
@@ -1137,6 +1145,9 @@ impl CpuSched {
         if !self.waiting.is_empty() && self.gang_dispatch(p, now, q) {
             return;
         }
+        if !self.holding.is_empty() && self.hold_dispatch(p, now, q) {
+            return;
+        }
         while let Some((qp, _)) = self.pick(p) {
             let v = self.queues.pop(qp).expect("best queue is not empty");
             if self.popped_blocked(v, now) {
@@ -1412,6 +1423,18 @@ impl CpuSched {
             return;
         }
         let key = self.vcpus[v as usize].key;
+        if !self.holding.is_empty() {
+            // a vCPU a lasting co-stop holds may be owed `p` more than `v` is, and more than
+            // the best vCPU queued for `p` (if that one is owed more, the match below gives it
+            // `p`, or keeps `v`)
+            let bar = self.pick(p).map_or(key, |(_, best)| key.min(best));
+            if let Some((vm, k)) = self.held_best(p, bar, v) {
+                self.set_state(v, now, VcpuState::Ready);
+                self.enqueue(p, v);
+                self.run_held(vm, k, p, now, q);
+                return;
+            }
+        }
         match self.pick(p) {
             Some((qp, best)) if best < key && self.displaceable(v, qp) => {
                 self.set_state(v, now, VcpuState::Ready);
@@ -1655,17 +1678,28 @@ impl CpuSched {
     /// VM now, and else the VM's timer is armed for the moment the first one would be.
     fn gang_settle(&mut self, vm: u32, now: Time, q: &mut EventQueue) {
         self.gang_account(vm, now);
+        let ready: Vec<bool> = self.vcpus[self.vcpus_of(vm)].iter().map(|vc| vc.state == VcpuState::Ready).collect();
+        let bits = ready.iter().enumerate().fold(0, |acc, (i, &r)| acc | u64::from(r) << i);
+        let was_ready = std::mem::replace(&mut self.gangs[vm as usize].ready, bits);
         if self.gangs[vm as usize].costopped {
             self.try_costart(vm, NONE, f64::INFINITY, now, q);
             return;
         }
+        let hold_due = if self.gangs[vm as usize].holding { self.hold_or_end(vm, now, q) } else { None };
+        // (the lasting co-stop may have started, stopped or released siblings)
+        let ready: Vec<bool> = self.vcpus[self.vcpus_of(vm)].iter().map(|vc| vc.state == VcpuState::Ready).collect();
+        self.gangs[vm as usize].ready = ready.iter().enumerate().fold(0, |acc, (i, &r)| acc | u64::from(r) << i);
         let th = self.params.cosched_skew_threshold_ns;
         // relaxed-3x looks at skews on accounting ticks (strict at once): see `cosched.rs`
         let tick = if self.params.cosched_mode == CoschedMode::Relaxed3x { SKEW_TICK_NS } else { 1 };
-        let ready: Vec<bool> = self.vcpus[self.vcpus_of(vm)].iter().map(|vc| vc.state == VcpuState::Ready).collect();
         let g = &self.gangs[vm as usize];
         let due = if g.skew.skew_ns.iter().zip(&ready).any(|(&s, &r)| r && s > th) {
-            if now % tick == 0 {
+            // on a tick; or at once when a sibling has entered READY since the VM was last
+            // looked at, already over the threshold (it brings skew from before: it halted or
+            // was blocked beside a progressing sibling, or is a lasting co-stop's gang member),
+            // where it would wait up to a tick more
+            let entered = g.skew.skew_ns.iter().zip(&ready).enumerate().any(|(i, (&s, &r))| r && s > th && was_ready >> i & 1 == 0);
+            if now % tick == 0 || entered {
                 self.costop_vm(vm, now, q);
                 return;
             }
@@ -1673,8 +1707,13 @@ impl CpuSched {
         } else {
             next_laggard_in(&g.skew.skew_ns, &g.prog, &ready, th)
         };
-        if let Some(d) = due {
-            let at = (now + d).div_ceil(tick) * tick;
+        // a lasting co-stop ends at the exact moment its gang's skews are down (no tick)
+        let at = due.map(|d| (now + d).div_ceil(tick) * tick);
+        let at = match (at, hold_due) {
+            (Some(a), Some(h)) => Some(a.min(now + h)),
+            (a, h) => a.or(h.map(|h| now + h)),
+        };
+        if let Some(at) = at {
             let slot = self.cosched_slot(vm);
             let g = &mut self.gangs[vm as usize];
             if at < g.timer_at {
@@ -1689,6 +1728,7 @@ impl CpuSched {
     /// are offered to the gang first, then dispatched), its READY ones are relabelled COSTOP
     /// (their queue entries go stale), and a gang co-start is tried at once.
     fn costop_vm(&mut self, vm: u32, now: Time, q: &mut EventQueue) {
+        self.stop_holding(vm);
         self.gangs[vm as usize].costopped = true;
         self.waiting.push(vm);
         self.stats.vm_costops += 1;
@@ -1744,8 +1784,11 @@ impl CpuSched {
         if need.len() > self.pcpus.len() || need.iter().any(|&v| self.throttled(v, now).is_some()) {
             return false;
         }
-        for &v in &need {
-            self.place_key(v, now, true);
+        if !self.costop_in_clock {
+            // (relaxed-3x's co-stopped vCPUs stayed in the fair clock: their keys are current)
+            for &v in &need {
+                self.place_key(v, now, true);
+            }
         }
         let key = need.iter().map(|&v| self.vcpus[v as usize].key).sum::<f64>() / need.len() as f64;
         if key > max_key {
@@ -1808,7 +1851,20 @@ impl CpuSched {
         for (&v, p) in need.iter().zip(on) {
             self.start(p, v, now, q);
         }
-        self.end_costop(vm, now, q);
+        if self.params.cosched_mode == CoschedMode::Relaxed3x && !self.gangs[vm as usize].stopped.is_empty() {
+            // the gang runs; the co-stop of the others lasts until the gang's skews are down
+            let g = &mut self.gangs[vm as usize];
+            g.costopped = false;
+            g.gang = need.iter().fold(0, |acc, &v| acc | 1 << (v - first));
+            self.waiting.retain(|&w| w != vm);
+            if !g.holding {
+                g.holding = true;
+                self.holding.push(vm);
+            }
+            self.hold_or_end(vm, now, q);
+        } else {
+            self.end_costop(vm, now, q);
+        }
         true
     }
 
@@ -1820,6 +1876,7 @@ impl CpuSched {
             g.costopped = false;
             self.waiting.retain(|&w| w != vm);
         }
+        self.stop_holding(vm);
         for v in std::mem::take(&mut self.gangs[vm as usize].stopped) {
             if self.vcpus[v as usize].stale > 0 && self.idle_count == 0 {
                 // still queued from before the co-stop: that entry is live again
@@ -1827,11 +1884,139 @@ impl CpuSched {
                 self.set_state(v, now, VcpuState::Ready);
                 continue;
             }
-            // the key before the state: the fair clock takes a vCPU in at its key
-            self.place_key(v, now, true);
+            // the key before the state: the fair clock takes a vCPU in at its key (under
+            // relaxed-3x it stayed in the clock while co-stopped, owed what a READY one is)
+            if !self.costop_in_clock {
+                self.place_key(v, now, true);
+            }
             self.set_state(v, now, VcpuState::Ready);
             self.place_with(v, now, q, false);
         }
+    }
+
+    /// `relaxed-3x`: VM `vm`'s co-stop no longer lasts (it ended, or the VM co-stops again).
+    fn stop_holding(&mut self, vm: u32) {
+        let g = &mut self.gangs[vm as usize];
+        if g.holding {
+            g.holding = false;
+            self.holding.retain(|&w| w != vm);
+        }
+    }
+
+    /// `relaxed-3x`: is some member of VM `vm`'s gang still over the co-start skew and READY
+    /// (waiting for a pCPU)? While one is, no other sibling may run: it would only add to that
+    /// member's skew.
+    fn gang_waits(&self, vm: u32) -> bool {
+        let cs = self.params.cosched_costart_skew_ns;
+        let g = &self.gangs[vm as usize];
+        self.vcpus[self.vcpus_of(vm)]
+            .iter()
+            .zip(&g.skew.skew_ns)
+            .enumerate()
+            .any(|(i, (vc, &s))| g.gang >> i & 1 == 1 && s > cs && vc.state == VcpuState::Ready)
+    }
+
+    /// `relaxed-3x`, a lasting co-stop (skews accounted to `now`): end it once every member of
+    /// the gang is down to the co-start skew (`cosched_costart_skew_ns`; C12's "until the skew
+    /// decreased sufficiently"). Until then the VM's other vCPUs stay co-stopped, with two
+    /// exceptions that keep the gang from falling further behind: while no member over the
+    /// co-start skew waits READY, a held vCPU takes an idle pCPU ("still attempts to schedule
+    /// all sibling vCPUs ... if there are enough pCPUs", A4.2) or one its key wins at a
+    /// dispatch (`hold_dispatch`); once one waits READY, every sibling running beside it is
+    /// co-stopped again. Returns how long until the gang is down, if every member still over
+    /// the co-start skew progresses.
+    fn hold_or_end(&mut self, vm: u32, now: Time, q: &mut EventQueue) -> Option<Time> {
+        let cs = self.params.cosched_costart_skew_ns;
+        let g = &self.gangs[vm as usize];
+        let gang = g.gang;
+        if g.skew.skew_ns.iter().enumerate().all(|(i, &s)| gang >> i & 1 == 0 || s <= cs) {
+            self.end_costop(vm, now, q);
+            return None;
+        }
+        if self.gang_waits(vm) {
+            let first = self.gangs[vm as usize].first;
+            for v in self.vcpus_of(vm) {
+                let v = v as u32;
+                if gang >> (v - first) & 1 == 1 || self.vcpus[v as usize].state != VcpuState::Run {
+                    continue;
+                }
+                let p = self.vcpus[v as usize].pcpu;
+                self.stop(p, now);
+                self.set_state(v, now, VcpuState::Costop);
+                self.gangs[vm as usize].stopped.push(v);
+                self.stats.costops += 1;
+                self.dispatch(p, now, q);
+            }
+        } else {
+            while self.idle_count > 0 && !self.gangs[vm as usize].stopped.is_empty() {
+                let v = self.gangs[vm as usize].stopped[0];
+                let p = self.idle_pcpu_near(v, self.vcpus[v as usize].pcpu);
+                if p == NONE || !self.cell_admits(vm, p) {
+                    break;
+                }
+                self.run_held(vm, 0, p, now, q);
+            }
+        }
+        self.gang_account(vm, now);
+        let g = &self.gangs[vm as usize];
+        let over = g.skew.skew_ns.iter().zip(&g.prog).enumerate().filter(|(i, (&s, _))| gang >> i & 1 == 1 && s > cs);
+        if over.clone().any(|(_, (_, &moving))| !moving) {
+            return None;
+        }
+        over.map(|(_, (&s, _))| s - cs).max()
+    }
+
+    /// Start the `k`-th vCPU VM `vm`'s lasting co-stop holds on `p` (idle, or being
+    /// dispatched). It stayed in the fair clock while held, so its key is as a READY one's.
+    fn run_held(&mut self, vm: u32, k: usize, p: u32, now: Time, q: &mut EventQueue) {
+        let v = self.gangs[vm as usize].stopped.remove(k);
+        self.start(p, v, now, q);
+    }
+
+    /// A pCPU is being dispatched while `relaxed-3x` co-stops last: the held vCPU with the
+    /// lowest key takes it if no vCPU queued for `p` has a lower one and its gang does not
+    /// wait for a pCPU (`hold_or_end`). True if one started.
+    #[cold]
+    #[inline(never)]
+    fn hold_dispatch(&mut self, p: u32, now: Time, q: &mut EventQueue) -> bool {
+        // entries a VM-wide co-stop left behind are dropped first (as `dispatch` would): the
+        // held vCPU competes with the best live one
+        while let Some((qp, _)) = self.pick(p) {
+            let h = self.queues.head(qp).expect("best queue is not empty");
+            if self.vcpus[h as usize].stale == 0 {
+                break;
+            }
+            self.queues.pop(qp);
+            self.vcpus[h as usize].stale -= 1;
+        }
+        let best = self.pick(p).map_or(f64::INFINITY, |(_, k)| k);
+        let Some((vm, k)) = self.held_best(p, best, NONE) else {
+            return false;
+        };
+        self.run_held(vm, k, p, now, q);
+        true
+    }
+
+    /// The vCPU a lasting `relaxed-3x` co-stop holds that `p` should take, as (VM, index in its
+    /// `stopped`): the lowest key below `bar`, of a VM whose gang does not wait for a pCPU, and
+    /// one that may displace `displaced` (the vCPU that just ran on `p`, see `displaceable`)
+    /// unless that is [`NONE`].
+    fn held_best(&self, p: u32, mut bar: f64, displaced: u32) -> Option<(u32, usize)> {
+        let guard = if displaced == NONE { f64::NEG_INFINITY } else { self.vcpus[displaced as usize].guard };
+        let mut found = None;
+        for &vm in &self.holding {
+            if !self.cell_admits(vm, p) || self.gang_waits(vm) {
+                continue;
+            }
+            for (k, &v) in self.gangs[vm as usize].stopped.iter().enumerate() {
+                let vc = &self.vcpus[v as usize];
+                if vc.key < bar && guard <= vc.alloc + GUARD_EPS {
+                    bar = vc.key;
+                    found = Some((vm, k));
+                }
+            }
+        }
+        found
     }
 
     /// A pCPU is being dispatched while VMs wait for a gang co-start: the waiting gang whose
@@ -2182,7 +2367,7 @@ impl CpuSched {
             vc.weight = w;
             vc.inv_weight = 1.0 / w;
             vc.key = -lag * vc.inv_weight;
-            if RUNNABLE[vc.state as usize] {
+            if RUNNABLE[vc.state as usize] || (vc.state == VcpuState::Costop && self.costop_in_clock) {
                 self.clock.join(vc.weight, vc.key);
             }
             if vc.limited && ACTIVE[vc.state as usize] {
