@@ -157,6 +157,27 @@ impl QueueSet {
         Some(v)
     }
 
+    /// Remove the entry of `vcpu` that would be popped first (lowest `(key, seq)`) from
+    /// whichever queue holds it; false if no queue does. A scan of every queue: only
+    /// co-scheduling's entries left behind by a VM-wide co-stop are dropped this way.
+    pub fn remove_first_of(&mut self, vcpu: u32) -> bool {
+        let mut found: Option<(u128, usize, usize)> = None;
+        for (p, q) in self.queues.iter().enumerate() {
+            // descending order: the last entry naming `vcpu` is its first to be popped
+            if let Some(i) = q.sorted.iter().rposition(|&e| id_of(e) == vcpu) {
+                let e = q.sorted[i];
+                if found.is_none_or(|(f, _, _)| e < f) {
+                    found = Some((e, p, i));
+                }
+            }
+        }
+        let Some((_, p, i)) = found else { return false };
+        self.queues[p].sorted.remove(i);
+        self.len -= 1;
+        self.refresh(p as u32);
+        true
+    }
+
     /// The queue holding the lowest `(key, seq)` on the host, with that key.
     #[inline]
     pub fn best(&self) -> Option<(u32, f64)> {
@@ -265,6 +286,50 @@ mod tests {
         assert_eq!(qs.pop(1), Some(11));
         assert_eq!(qs.best(), Some((0, 7.0)));
         assert_eq!(qs.len(), 1);
+    }
+
+    /// Dropping a vCPU's first-to-pop entry, on whatever queue holds it, against a model: a
+    /// list of (key, seq, queue, vcpu) whose pops take the lowest (key, seq) of the queue.
+    #[test]
+    fn remove_first_of_drops_the_entry_popped_first() {
+        let mut qs = QueueSet::new(5);
+        let mut model: Vec<(u64, u64, u32, u32)> = Vec::new();
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let mut rnd = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        for seq in 0..3000u64 {
+            match rnd(3) {
+                0 | 1 => {
+                    let (k, p, v) = (rnd(50), rnd(5) as u32, rnd(6) as u32);
+                    qs.push(p, k as f64, seq, v);
+                    model.push((k, seq, p, v));
+                }
+                _ => {
+                    let v = rnd(6) as u32;
+                    let first = model.iter().enumerate().filter(|(_, e)| e.3 == v).min_by_key(|(_, e)| (e.0, e.1)).map(|(i, _)| i);
+                    assert_eq!(qs.remove_first_of(v), first.is_some());
+                    if let Some(i) = first {
+                        model.remove(i);
+                    }
+                }
+            }
+            assert_eq!(qs.len(), model.len());
+            let best = model.iter().min_by_key(|e| (e.0, e.1)).map(|e| (e.2, e.0 as f64));
+            assert_eq!(qs.best(), best);
+        }
+        // and every queue pops what the model says, in order
+        for p in 0..5u32 {
+            let mut left: Vec<_> = model.iter().filter(|e| e.2 == p).collect();
+            left.sort_by_key(|e| (e.0, e.1));
+            for e in left {
+                assert_eq!(qs.pop(p), Some(e.3));
+            }
+            assert_eq!(qs.pop(p), None);
+        }
     }
 
     #[test]
