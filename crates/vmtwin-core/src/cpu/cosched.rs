@@ -76,7 +76,11 @@
 //! a limit or blocked in WAIT cannot be co-started, and waiting for it would stop the VM at
 //! once again after every co-start); the gang's virtual time is its members' mean; a gang
 //! co-start never preempts a vCPU that started at the same instant (so co-starts of two VMs
-//! cannot take each other's pCPUs back and forth at one instant).
+//! cannot take each other's pCPUs back and forth at one instant), nor a co-scheduled VM's vCPU
+//! that has run less than the skew threshold: its siblings run on, so it would be back over the
+//! threshold at once and co-stop its own VM, whose gang co-start would take a pCPU back. Without
+//! that rule 8-vCPU strict VMs on 32 pCPUs preempted each other's gangs a nanosecond apart
+//! (bench-cpu160's spec in strict: 100 ms took 31 M events; with it, a minute takes 587 k).
 //! `relaxed-3x` co-stops on accounting ticks ([`SKEW_TICK_NS`]), so a READY sibling's skew may
 //! pass the threshold by up to a tick; and at once when a sibling enters READY already over the
 //! threshold (it brings skew from a halt or wait beside a progressing sibling, or from a
@@ -94,11 +98,6 @@
 //! `costarts` (VM-level co-stops and gang co-starts, strict and relaxed-3x).
 //!
 //! # Known gaps
-//! - `strict` with wide VMs on a big host thrashes: bench-cpu160's spec (8-vCPU VMs among 60
-//!   on 32 threads) switched to `strict` runs 100 ms of simulated time in 31 M events and 205 M
-//!   dispatches (43 s), gang co-starts preempting each other's members ns apart. Not yet traced
-//!   to its cycle; 2- and 4-vCPU strict VMs (B4, the proptests) run normally. (Before session 21
-//!   it also piled co-stopped vCPUs' queue entries up without bound and never finished.)
 //! - `strict` ends a co-stop at its gang co-start (every vCPU starts at once, so nothing is left
 //!   to hold). Its and `relaxed-4x`'s co-stopped vCPUs leave the fair clock (released owed at
 //!   most half the lag credit, as a limit's are); only `relaxed-3x` keeps them in it (C3).

@@ -1830,6 +1830,10 @@ impl CpuSched {
                 .enumerate()
                 .filter(|&(p, pc)| {
                     pc.running != NONE && p as u32 != free && pc.run_vm != vm && pc.slice_start != now && pc.run_guard <= reach
+                        // a co-scheduled vCPU that has run less than the skew threshold is left
+                        // alone: its siblings run, so it would come back over the threshold at
+                        // once and co-stop its own VM, whose co-start would take a pCPU back
+                        && !(self.vcpus[pc.running as usize].cosched && now - pc.slice_start < th)
                 })
                 .filter(|&(p, _)| self.cell_admits(vm, p as u32))
                 .map(|(p, pc)| (pc.run_key0 + now_f * pc.run_inv_weight, p as u32))
