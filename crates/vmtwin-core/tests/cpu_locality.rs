@@ -190,7 +190,8 @@ proptest! {
     /// With every locality policy on (throttling too), CPU-bound single-vCPU VMs on a host of
     /// 2 sockets x 2 LLCs x 2 cores still get within 2% of the exact weighted max-min
     /// allocation (shares and reservations; the oracle is `common::oracle`). Throttling is
-    /// excluded: see docs/cpu-scheduler.md.
+    /// excluded: see docs/cpu-scheduler.md. Run at `migrate_wait_factor` 0 (the default) and 1
+    /// (a free pCPU waits for a fresh vCPU's cache before pulling it).
     #[test]
     fn maxmin_holds_with_locality_on(
         vms in proptest::collection::vec((1u32..10_000, 0u32..=60), 1..14),
@@ -207,13 +208,16 @@ proptest! {
         }
         let exact = oracle(cap, &shares, &lo, &vec![1.0; vms.len()]);
         let duration = 60 * S;
-        let mut s = spec(8, duration, specs);
-        s.host = topo(2, 2, 2);
-        let mut sim = Simulation::new(s).unwrap();
-        sim.run().unwrap();
-        for (i, e) in exact.iter().enumerate() {
-            let got = sim.vm_counters(i as u32)[5] as f64 / duration as f64;
-            prop_assert!((got - e).abs() <= 0.02 * e.max(0.25), "vm{} got {} pCPU, exact {} (all: {:?})", i, got, e, exact);
+        for factor in [0.0, 1.0] {
+            let mut s = spec(8, duration, specs.clone());
+            s.host = topo(2, 2, 2);
+            s.cpu_sched.migrate_wait_factor = factor;
+            let mut sim = Simulation::new(s).unwrap();
+            sim.run().unwrap();
+            for (i, e) in exact.iter().enumerate() {
+                let got = sim.vm_counters(i as u32)[5] as f64 / duration as f64;
+                prop_assert!((got - e).abs() <= 0.02 * e.max(0.25), "factor {}: vm{} got {} pCPU, exact {} (all: {:?})", factor, i, got, e, exact);
+            }
         }
     }
 }

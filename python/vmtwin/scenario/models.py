@@ -84,6 +84,7 @@ _UNITLESS_SCHED_KEYS = (
     "numa_confine",
     "numa_vcpu_max_per_machine_node",
     "numa_rebalance_imbalance",
+    "migrate_wait_factor",
     "migration_throttle",
     "migration_throttle_share",
     "hyperthreading",
@@ -153,6 +154,11 @@ class CpuScheduler(_Model):
     migrate_cost_core: Optional[Nanos] = Field(None, description="Cost of a move to another core of the LLC, e.g. '40us'.")
     migrate_cost_llc: Optional[Nanos] = Field(None, description="Cost of a move to another LLC of the node, e.g. '800us'.")
     migrate_cost_node: Optional[Nanos] = Field(None, description="Cost of a move to another NUMA node, e.g. '1200us'.")
+    migrate_wait_factor: Optional[Annotated[float, Strict(), Field(ge=0.0, le=1000.0)]] = Field(
+        None, description="A free pCPU with an empty queue pulls a READY vCPU queued elsewhere only once it has waited "
+        "this many times the move's cost (migrate_cost_*), in [0, 1000]; 0 (default) = pull at once, "
+        "1 = ski-rental break-even (docs/cpu-scheduler.md)."
+    )
     migration_throttle: Optional[Annotated[bool, Strict()]] = Field(
         None, description="CPU-load-based migration throttling (ESX 4): false (default) or true."
     )

@@ -6,6 +6,10 @@ use crate::hw::{HtSharing, DEFAULT_HT_CORE_GAIN};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
+/// Largest `migrate_wait_factor` accepted, dimensionless: a thousand moves' cost (1.2 s across
+/// nodes) is already far beyond any use; the bound keeps the wait in range of the clock.
+const MAX_MIGRATE_WAIT_FACTOR: f64 = 1000.0;
+
 /// Scheduler tunables. Every field name carries its unit.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -124,6 +128,22 @@ pub struct CpuSchedParams {
     /// The same for a move to another NUMA node, or onto a node other than the vCPU's home, in ns.
     /// Default 1.2 ms: the LLC refill at remote-memory speed, ~1.5x local ([R], C18).
     pub migrate_cost_node_ns: Time,
+    /// Cache affinity as a wait, dimensionless, >= 0: a free pCPU with an empty queue pulls a
+    /// READY vCPU queued on another pCPU only once the vCPU has waited READY at least this many
+    /// times what the move would cost it (`migrate_cost_*` by distance, read as ns of wall time); until then it is
+    /// left to be picked up where its cache is (its own pCPU, or a pCPU of its own LLC or node
+    /// when the pull would cross them) and the free pCPU takes another candidate or idles until
+    /// that moment. 1 is the ski-rental break-even (wait until the waiting has cost as much as
+    /// the move, then move: never more than twice the cost of the better choice made with
+    /// hindsight; Karlin, Manasse, Rudolph and Sleator, "Competitive snoopy caching",
+    /// Algorithmica 1988 [X]); the rule of research/cpu.md A6.0, "the benefit of the migration
+    /// outweighs the cost", with the benefit a wait saved. Linux keeps a task that ran within
+    /// `sched_migration_cost` (500 us) from being pulled the same way [X]. Default 0 (a free
+    /// pCPU pulls at once, as before the switch): measured ([R], session 21, bench-cpu160 1 min
+    /// with the execution-speed model), 1 cuts moves to another node from 25.6% to 21.0% of
+    /// dispatches and refill cycles by 14%, for 0.8-1.3% more work, but moves of any kind rise
+    /// from 69.5% to 73.8% and the simulator runs 13% more instructions (docs/cpu-scheduler.md).
+    pub migrate_wait_factor: f64,
     /// CPU-load-based migration throttling (ESX 4, research/cpu.md A6.4), a switch (dimensionless): a ready vCPU
     /// that contributed at least `migration_throttle_share` of its pCPU's load over the last
     /// entitlement interval is not pulled away by another pCPU; it waits for its own. Default off: on
@@ -219,6 +239,7 @@ impl Default for CpuSchedParams {
             migrate_cost_core_ns: 40 * NS_PER_US,
             migrate_cost_llc_ns: 800 * NS_PER_US,
             migrate_cost_node_ns: 1200 * NS_PER_US,
+            migrate_wait_factor: 0.0,
             migration_throttle: false,
             migration_throttle_share: 0.9,
             hyperthreading: true,
@@ -248,6 +269,7 @@ impl CpuSchedParams {
         self.migrate_cost_core_ns = 0;
         self.migrate_cost_llc_ns = 0;
         self.migrate_cost_node_ns = 0;
+        self.migrate_wait_factor = 0.0;
         self
     }
 
@@ -290,6 +312,9 @@ impl CpuSchedParams {
         }
         if !(self.numa_rebalance_imbalance >= 0.0 && self.numa_rebalance_imbalance.is_finite()) {
             invalid!("cpu_scheduler.numa_rebalance_imbalance", self.numa_rebalance_imbalance, "a number >= 0");
+        }
+        if !(self.migrate_wait_factor >= 0.0 && self.migrate_wait_factor <= MAX_MIGRATE_WAIT_FACTOR) {
+            invalid!("cpu_scheduler.migrate_wait_factor", self.migrate_wait_factor, "a number in [0, 1000]");
         }
         if !(self.migration_throttle_share > 0.0 && self.migration_throttle_share <= 1.0) {
             invalid!("cpu_scheduler.migration_throttle_share", self.migration_throttle_share, "a number in (0, 1]");

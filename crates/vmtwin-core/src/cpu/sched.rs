@@ -17,8 +17,17 @@
 //! pCPU is charged what the move costs it in its virtual time (`migrate_cost_*`, by distance:
 //! another core of the LLC, another LLC, another node or off its NUMA home node): a vCPU is
 //! pulled from further away only when it is owed more than the move costs, so a pCPU keeps its
-//! own vCPUs unless fairness needs otherwise. A vCPU that wakes goes to an idle pCPU if there
-//! is one: its last pCPU, then its LLC, then its NUMA home node, then any (push migration,
+//! own vCPUs unless fairness needs otherwise. With `migrate_wait_factor` above 0 (default 0,
+//! off), neither does a pCPU with an empty queue pull a vCPU before it has waited READY that
+//! many times what the move would cost it (`move_wait`, the same costs read as wall time):
+//! until then it is left for a pCPU near its cache (its own, or one of its LLC or node, which
+//! may free up first on a busy host), and the free pCPU takes another candidate or idles until that
+//! moment, when it looks again and pulls whatever is best (`recheck_idle`; see `pick`'s
+//! `DECLINE` for where the rule does not apply). Waiting as long as the move costs, then moving
+//! (factor 1), never costs more than twice the better of the two choices made with hindsight
+//! (ski rental), and no pCPU idles beside a READY vCPU for longer than the longest such wait
+//! (1.2 ms at factor 1; `tests/work_conserving.rs`). A vCPU that
+//! wakes goes to an idle pCPU if there is one: its last pCPU, then its LLC, then its NUMA home node, then any (push migration,
 //! research/cpu.md C21); otherwise it preempts the running vCPU on its last pCPU if its own key
 //! is lower by more than a margin, else the one with the highest key in its LLC if lower by the
 //! margin plus a move's cost, or else queues on its last pCPU. Each VM that fits in a NUMA node
@@ -59,7 +68,8 @@
 //! `numa_confine` (off), `numa_wide_vms` (on), `numa_vcpu_max_per_machine_node` (0: a node's cores),
 //! `numa_rebalance_period_ns` (2 s), `numa_rebalance_imbalance` (0.1), `migrate_cost_core_ns`
 //! (40 us), `migrate_cost_llc_ns` (800 us), `migrate_cost_node_ns` (1.2 ms),
-//! `migration_throttle` (off), `migration_throttle_share` (0.9).
+//! `migrate_wait_factor` (0: off; 1 is ski rental's break-even), `migration_throttle` (off),
+//! `migration_throttle_share` (0.9).
 //! [`CpuSchedParams::without_locality`] gives the scheduler as it was before locality.
 //!
 //! # Counters
@@ -79,6 +89,18 @@
 //!   a vCPU (work conservation), so some dispatches cross nodes (on bench-64vm about 9%).
 //! - Within an LLC moves are cheap (40 us), so on an overcommitted host most wake-ups that
 //!   preempt still move the waker to another core of its LLC.
+//! - On a host whose pCPUs are all busy most of the time (bench-cpu160, 1 min), most dispatches
+//!   change pCPU (69.5%; a quarter cross nodes): a vCPU waking after a halt finds its last pCPU
+//!   running another (then it preempts there, and the preempted vCPU moves, or it moves), and a
+//!   vCPU waiting for a pCPU is usually pulled by another pCPU well before its own frees; only
+//!   3% of dispatches take the pCPU's own queue. The wait rule (`migrate_wait_factor` 1) keeps
+//!   the costly moves down (another node: 25.6% -> 21.0% of dispatches), not the 40 us ones
+//!   (any move: 69.5% -> 73.8%, as the pCPUs it leaves idle are taken by wake-ups from
+//!   anywhere), at 13% more simulator instructions; hence off by default. A wake-up still takes an
+//!   idle pCPU anywhere at once (push migration does not wait), and the wait counts from entering
+//!   READY, not from the last run: a vCPU that halted long ago is as cold on its last pCPU as
+//!   elsewhere, which neither the scheduler nor the execution-speed model knows (a move is
+//!   charged a refill, a return after others ran on the pCPU is not).
 //! - A VM's weight is split evenly over its vCPUs, whatever each vCPU demands.
 //! - The demand estimate (`update_demand`) cannot tell a backlogged vCPU from one whose
 //!   wake-ups collide often; near 100% load (a vCPU at 83% with 15% READY and 2% idle) it reads
@@ -97,6 +119,7 @@ use super::params::CpuSchedParams;
 use super::runqueue::QueueSet;
 use crate::hw::Topology;
 use crate::sim::{ns_f, Event, EventQueue, Time};
+use std::sync::atomic::Ordering::Relaxed;
 
 /// Power of the waiting share in the demand estimate (`update_demand`): held time counts as
 /// demand in proportion to `(held / (held + idle))^p`. 3: chosen on the max-min census
@@ -225,6 +248,8 @@ pub struct Vcpu {
     cosched: bool,
     /// when `state` was entered or last accounted
     pub since: Time,
+    /// when it last entered READY (what `migrate_wait_factor` measures its wait from)
+    ready_at: Time,
     /// cumulative ns per state, indexed by `VcpuState as usize`
     pub time_ns: [u64; STATES],
     /// cumulative charged ns (%USED)
@@ -357,6 +382,16 @@ pub struct SchedStats {
     pub affinity_placements: u64,
 }
 
+/// A moment written through `&self` (see `CpuSched::recheck`): a relaxed atomic, cloned by value.
+#[derive(Debug)]
+struct Recheck(std::sync::atomic::AtomicU64);
+
+impl Clone for Recheck {
+    fn clone(&self) -> Self {
+        Recheck(std::sync::atomic::AtomicU64::new(self.0.load(Relaxed)))
+    }
+}
+
 /// The CPU scheduler of one host.
 #[derive(Debug, Clone)]
 pub struct CpuSched {
@@ -407,6 +442,16 @@ pub struct CpuSched {
     /// the scheduler's cost of a move, as ns of the vCPU's CPU time, by distance: none, another
     /// core of the LLC, another LLC of the node, another node (`CpuSchedParams::migrate_cost_*`)
     move_cost: [f64; 4],
+    /// by the same distances, how long a READY vCPU waits for its cache before a free pCPU
+    /// elsewhere pulls it, in ns (`move_cost` x `migrate_wait_factor`)
+    move_wait: [Time; 4],
+    /// the earliest moment a vCPU the pick just passed over (too fresh to pull, `move_wait`)
+    /// may be pulled: a pCPU left idle by it looks again then. Written from `move_score`, which
+    /// takes `&self`; an atomic (relaxed: one thread) rather than a `Cell`, which would make the
+    /// scheduler, and the Python module's `Simulation`, not `Sync`
+    recheck: Recheck,
+    /// some `move_wait` beyond the pCPU's own is above 0: dispatches may decline (`pick`)
+    waits: bool,
     /// pulls weigh distance (costs, throttling, LLC and node tiers); off, a pCPU takes the
     /// lowest key on the host, as before locality was modelled
     local_pull: bool,
@@ -444,6 +489,7 @@ impl CpuSched {
                     vm: vm as u32,
                     state: VcpuState::Off,
                     since: 0,
+                    ready_at: 0,
                     time_ns: [0; STATES],
                     used_ns: 0,
                     key: 0.0,
@@ -483,6 +529,7 @@ impl CpuSched {
             if params.llc_aware { params.migrate_cost_llc_ns } else { params.migrate_cost_core_ns } as f64,
             params.migrate_cost_node_ns as f64,
         ];
+        let move_wait = move_cost.map(|c| (c * params.migrate_wait_factor).round() as Time);
         let local_pull = params.numa_home_nodes || params.migration_throttle || move_cost.iter().any(|&c| c > 0.0);
         CpuSched {
             vcpus,
@@ -525,6 +572,9 @@ impl CpuSched {
             llc_sub,
             node_sub,
             move_cost,
+            move_wait,
+            recheck: Recheck(std::sync::atomic::AtomicU64::new(Time::MAX)),
+            waits: move_wait[1..].iter().any(|&w| w > 0),
             local_pull,
             busy_mark: vec![0; n],
             vm_home: vec![NONE; vcpus_per_vm.len()],
@@ -584,6 +634,9 @@ impl CpuSched {
         }
         vc.since = now;
         vc.state = state;
+        if state == VcpuState::Ready && old != VcpuState::Ready {
+            vc.ready_at = now;
+        }
         let (w, key, vm, a, limited) = (vc.weight, vc.key, vc.vm as usize, vc.bucket_part(), vc.limited);
         let in_clock = self.costop_in_clock;
         let runnable = |s: VcpuState| RUNNABLE[s as usize] || (s == VcpuState::Costop && in_clock);
@@ -1144,14 +1197,31 @@ impl CpuSched {
 
     /// Give free pCPU `p` the ready vCPU with the lowest key on the host (pulling it from
     /// another pCPU's queue if need be), or leave `p` idle.
+    #[inline]
     fn dispatch(&mut self, p: u32, now: Time, q: &mut EventQueue) {
+        self.dispatch_as(p, now, q, true);
+    }
+
+    /// [`Self::dispatch`]; `may_wait`: vCPUs too fresh to pull from elsewhere may be passed
+    /// over when `p`'s own queue is empty (`move_wait`, `pick`'s `DECLINE`).
+    fn dispatch_as(&mut self, p: u32, now: Time, q: &mut EventQueue, may_wait: bool) {
         if !self.waiting.is_empty() && self.gang_dispatch(p, now, q) {
             return;
         }
         if !self.holding.is_empty() && self.hold_dispatch(p, now, q) {
             return;
         }
-        while let Some((qp, _)) = self.pick(p) {
+        let declining = may_wait && self.waits;
+        if declining {
+            self.recheck.0.store(Time::MAX, Relaxed);
+        }
+        loop {
+            let pick = if declining && self.queues.head_entry(p).is_none() {
+                self.pick::<true>(p, now)
+            } else {
+                self.pick::<false>(p, now)
+            };
+            let Some((qp, _)) = pick else { break };
             let v = self.queues.pop(qp).expect("best queue is not empty");
             if self.popped_blocked(v, now) {
                 continue;
@@ -1172,6 +1242,8 @@ impl CpuSched {
                 }
             }
         }
+        // read before `ht_went_idle`, which may dispatch another pCPU
+        let recheck = if declining { self.recheck.0.load(Relaxed) } else { Time::MAX };
         if !self.idle[p as usize] {
             self.idle[p as usize] = true;
             self.idle_count += 1;
@@ -1179,6 +1251,20 @@ impl CpuSched {
             if self.ht.on {
                 self.ht_went_idle(p, now, q);
             }
+        }
+        if recheck != Time::MAX && self.idle[p as usize] {
+            // a vCPU it passed over to wait for its cache (`move_wait`) may be pulled then
+            q.set_timer(p, recheck, Event::SliceEnd { pcpu: p });
+        }
+    }
+
+    /// The timer of idle pCPU `p` fired: a vCPU it passed over (`move_wait`) may be pulled now.
+    #[cold]
+    #[inline(never)]
+    fn recheck_idle(&mut self, p: u32, now: Time, q: &mut EventQueue) {
+        if self.idle[p as usize] {
+            self.dispatch_as(p, now, q, false);
+            self.settle_cosched(now, q);
         }
     }
 
@@ -1322,6 +1408,10 @@ impl CpuSched {
     /// A slice timer fired. Returns the vCPU if its burst is done: the caller must then call
     /// [`CpuSched::burst_done`].
     pub fn slice_end(&mut self, p: u32, now: Time, q: &mut EventQueue) -> Option<u32> {
+        if self.pcpus[p as usize].running == NONE {
+            self.recheck_idle(p, now, q);
+            return None;
+        }
         let v = self.stop(p, now);
         if self.vcpus[v as usize].work_left == 0 {
             return Some(v);
@@ -1430,7 +1520,7 @@ impl CpuSched {
             // a vCPU a lasting co-stop holds may be owed `p` more than `v` is, and more than
             // the best vCPU queued for `p` (if that one is owed more, the match below gives it
             // `p`, or keeps `v`)
-            let bar = self.pick(p).map_or(key, |(_, best)| key.min(best));
+            let bar = self.pick::<false>(p, now).map_or(key, |(_, best)| key.min(best));
             if let Some((vm, k)) = self.held_best(p, bar, v) {
                 self.set_state(v, now, VcpuState::Ready);
                 self.enqueue(p, v);
@@ -1438,7 +1528,7 @@ impl CpuSched {
                 return;
             }
         }
-        match self.pick(p) {
+        match self.pick::<false>(p, now) {
             Some((qp, best)) if best < key && self.displaceable(v, qp) => {
                 self.set_state(v, now, VcpuState::Ready);
                 if self.vcpus[v as usize].guard > f64::NEG_INFINITY {
@@ -1466,13 +1556,22 @@ impl CpuSched {
     /// pulled from further away only when it is owed more than the move costs, so most
     /// dispatches stay local while no vCPU falls behind by more than a move's cost. A throttled
     /// candidate (it made most of its own pCPU's load, `migration_throttle`) is not pulled.
+    ///
+    /// With `DECLINE`, a candidate queued elsewhere that has not yet waited READY what its move
+    /// costs (`move_wait`) is passed over, and the moment it will have is noted (`recheck`). Only
+    /// a pCPU being dispatched with an empty queue of its own, which would otherwise idle or take
+    /// another vCPU from elsewhere, declines. Not one choosing between its running vCPU and a
+    /// waiting one (`requeue`), nor one with vCPUs of its own queued, which would then keep a
+    /// waiting vCPU out for a whole slice; nor an idle pCPU looking again (`recheck_idle`), which
+    /// pulls whatever is best, so that no pCPU idles beside a READY vCPU for longer than the
+    /// longest wait. A constant, so that the other picks do not pay for the check.
     #[inline(always)]
-    fn pick(&self, p: u32) -> Option<(u32, f64)> {
+    fn pick<const DECLINE: bool>(&self, p: u32, now: Time) -> Option<(u32, f64)> {
         let host = self.queues.best()?;
         if !self.local_pull || host.0 == p {
             return Some(host);
         }
-        self.pick_local(p, host)
+        self.pick_local::<DECLINE>(p, host, now)
     }
 
     /// [`Self::pick`] when distance counts and the host's best is queued elsewhere: the best
@@ -1480,9 +1579,9 @@ impl CpuSched {
     /// the LLC's (node's) best. A move never costs less than nothing, so a candidate whose key
     /// is no lower than the best score so far is not scored.
     #[inline(never)]
-    fn pick_local(&self, p: u32, host: (u32, f64)) -> Option<(u32, f64)> {
+    fn pick_local<const DECLINE: bool>(&self, p: u32, host: (u32, f64), now: Time) -> Option<(u32, f64)> {
         if self.cells.on {
-            return self.pick_in_cell(p);
+            return self.pick_in_cell::<DECLINE>(p, now);
         }
         let pi = p as usize;
         let (mut bq, mut best) = match self.queues.head_entry(p) {
@@ -1491,7 +1590,7 @@ impl CpuSched {
         };
         let (hq, hk) = host;
         if hk < best {
-            if let Some(s) = self.move_score(p, hq, hk) {
+            if let Some(s) = self.move_score::<DECLINE>(p, hq, hk, now) {
                 if s < best {
                     (bq, best) = (hq, s);
                 }
@@ -1502,7 +1601,7 @@ impl CpuSched {
         if self.params.llc_aware && self.llc_of[h] as usize != llc {
             if let Some((q, k)) = self.queues.best_in(self.llc_sub[llc], self.llc_range[llc], self.llc_range[llc + 1]) {
                 if q != p && k < best {
-                    if let Some(s) = self.move_score(p, q, k) {
+                    if let Some(s) = self.move_score::<DECLINE>(p, q, k, now) {
                         if s < best {
                             (bq, best) = (q, s);
                         }
@@ -1513,7 +1612,7 @@ impl CpuSched {
             if self.node_of[h] as usize != node && sub != 0 && sub != self.llc_sub[llc] {
                 if let Some((q, k)) = self.queues.best_in(sub, self.node_range[node], self.node_range[node + 1]) {
                     if q != p && k < best {
-                        if let Some(s) = self.move_score(p, q, k) {
+                        if let Some(s) = self.move_score::<DECLINE>(p, q, k, now) {
                             if s < best {
                                 (bq, best) = (q, s);
                             }
@@ -1526,9 +1625,10 @@ impl CpuSched {
     }
 
     /// The key of the head of queue `qp` plus what moving it to pCPU `p` costs, in its virtual
-    /// time, or `None` if migration throttling keeps it on its own pCPU.
+    /// time, or `None` if migration throttling keeps it on its own pCPU or, with `DECLINE`, it
+    /// has not yet waited what the move costs (see `pick`).
     #[inline(always)]
-    fn move_score(&self, p: u32, qp: u32, key: f64) -> Option<f64> {
+    fn move_score<const DECLINE: bool>(&self, p: u32, qp: u32, key: f64, now: Time) -> Option<f64> {
         let v = self.queues.head(qp).expect("a candidate queue is not empty");
         let vc = &self.vcpus[v as usize];
         if self.params.migration_throttle && vc.load_share >= self.params.migration_throttle_share {
@@ -1546,6 +1646,17 @@ impl CpuSched {
         } else {
             1
         };
+        if DECLINE {
+            let until = vc.ready_at.saturating_add(self.move_wait[level]);
+            if now < until {
+                // it has not yet waited what the move would cost it: left for a pCPU near its
+                // cache
+                if until < self.recheck.0.load(Relaxed) {
+                    self.recheck.0.store(until, Relaxed);
+                }
+                return None;
+            }
+        }
         Some(key + self.move_cost[level] * vc.inv_weight)
     }
 
@@ -2001,7 +2112,7 @@ impl CpuSched {
     fn hold_dispatch(&mut self, p: u32, now: Time, q: &mut EventQueue) -> bool {
         // entries a VM-wide co-stop left behind are dropped first (as `dispatch` would): the
         // held vCPU competes with the best live one
-        while let Some((qp, _)) = self.pick(p) {
+        while let Some((qp, _)) = self.pick::<false>(p, now) {
             let h = self.queues.head(qp).expect("best queue is not empty");
             if self.vcpus[h as usize].stale == 0 {
                 break;
@@ -2009,7 +2120,7 @@ impl CpuSched {
             self.queues.pop(qp);
             self.vcpus[h as usize].stale -= 1;
         }
-        let best = self.pick(p).map_or(f64::INFINITY, |(_, k)| k);
+        let best = self.pick::<false>(p, now).map_or(f64::INFINITY, |(_, k)| k);
         let Some((vm, k)) = self.held_best(p, best, NONE) else {
             return false;
         };
@@ -2044,7 +2155,7 @@ impl CpuSched {
     /// it can. True if one did (the pCPU is then taken).
     #[inline(never)]
     fn gang_dispatch(&mut self, p: u32, now: Time, q: &mut EventQueue) -> bool {
-        let best = self.pick(p).map_or(f64::INFINITY, |(_, k)| k);
+        let best = self.pick::<false>(p, now).map_or(f64::INFINITY, |(_, k)| k);
         let mut order: Vec<(f64, u32)> = self
             .waiting
             .iter()
@@ -2436,6 +2547,9 @@ mod tests {
     use super::*;
     use crate::spec::HostSpec;
 
+    /// A moment by which every vCPU queued at time 0 has waited longer than any move costs.
+    const LATER: Time = 10_000_000;
+
     fn sched(params: CpuSchedParams) -> CpuSched {
         let host = HostSpec { name: "h".into(), sockets: 2, numa_nodes_per_socket: 1, llcs_per_node: 2,
             cores_per_llc: 2, threads_per_core: 1, core_mhz: 2000, memory_bytes: 1 << 34 };
@@ -2450,14 +2564,14 @@ mod tests {
         s.vcpus[0].pcpu = 1;
         s.queues.push(1, 0.0, 1, 0);
         s.vcpus[0].load_share = 0.95;
-        assert_eq!(s.pick(0), None, "throttled: pCPU 0 stays idle");
+        assert_eq!(s.pick::<false>(0, LATER), None, "throttled: pCPU 0 stays idle");
         s.vcpus[0].load_share = 0.5;
-        assert_eq!(s.pick(0).map(|(q, _)| q), Some(1));
+        assert_eq!(s.pick::<false>(0, LATER).map(|(q, _)| q), Some(1));
         // switched off, even the heavy one moves
         let mut s = sched(CpuSchedParams { migration_throttle: false, ..CpuSchedParams::default() });
         s.queues.push(1, 0.0, 1, 0);
         s.vcpus[0].load_share = 0.95;
-        assert_eq!(s.pick(0).map(|(q, _)| q), Some(1));
+        assert_eq!(s.pick::<false>(0, LATER).map(|(q, _)| q), Some(1));
     }
 
     /// A pull weighs distance: pCPU 0 takes its own head over a remote vCPU owed less than the
@@ -2474,12 +2588,36 @@ mod tests {
             s.vcpus[1].pcpu = remote;
             // weight 1: the cost in virtual time is the cost in ns
             s.queues.push(remote, 1e6 - 0.9 * cost, 2, 1);
-            assert_eq!(s.pick(0), Some((0, 1e6)), "remote pCPU {remote}: owed less than the move");
+            assert_eq!(s.pick::<false>(0, LATER), Some((0, 1e6)), "remote pCPU {remote}: owed less than the move");
             let mut s = sched(p.clone());
             s.queues.push(0, 1e6, 1, 0);
             s.vcpus[1].pcpu = remote;
             s.queues.push(remote, 1e6 - 1.1 * cost, 2, 1);
-            assert_eq!(s.pick(0).map(|(q, _)| q), Some(remote), "remote pCPU {remote}: owed more");
+            assert_eq!(s.pick::<false>(0, LATER).map(|(q, _)| q), Some(remote), "remote pCPU {remote}: owed more");
         }
+    }
+
+    /// `migrate_wait_factor`: a pCPU being dispatched with an empty queue leaves a vCPU queued
+    /// on another pCPU until it has waited READY the move's cost times the factor (40 us to
+    /// another core of the LLC, 800 us to another LLC, 1.2 ms to another node at the defaults),
+    /// noting that moment; from then on it pulls it. Any other pick pulls even a fresh one.
+    #[test]
+    fn a_fresh_vcpu_is_left_near_its_cache_for_the_move_cost() {
+        for (factor, remote, wait) in [(1.0, 1u32, 40_000), (1.0, 2, 800_000), (1.0, 5, 1_200_000), (2.0, 5, 2_400_000)] {
+            let mut s = sched(CpuSchedParams { migrate_wait_factor: factor, ..CpuSchedParams::default() });
+            s.vcpus[1].pcpu = remote;
+            s.vcpus[1].ready_at = 1_000;
+            s.queues.push(remote, 0.0, 1, 1);
+            assert_eq!(s.pick::<true>(0, 1_000 + wait - 1), None, "pCPU {remote}, factor {factor}: too fresh to pull");
+            assert_eq!(s.recheck.0.load(Relaxed), 1_000 + wait, "pCPU {remote}: the moment to look again");
+            assert_eq!(s.pick::<true>(0, 1_000 + wait).map(|(q, _)| q), Some(remote), "pCPU {remote}: waited enough");
+            assert_eq!(s.pick::<false>(0, 1_000).map(|(q, _)| q), Some(remote), "pCPU {remote}: not dispatching idle, pulls at once");
+        }
+        // 0: pulled at once, as before the rule
+        let mut s = sched(CpuSchedParams { migrate_wait_factor: 0.0, ..CpuSchedParams::default() });
+        s.vcpus[1].pcpu = 5;
+        s.vcpus[1].ready_at = 1_000;
+        s.queues.push(5, 0.0, 1, 1);
+        assert_eq!(s.pick::<true>(0, 1_000).map(|(q, _)| q), Some(5));
     }
 }

@@ -167,7 +167,7 @@ impl CpuSched {
 
     /// [`CpuSched::pick`] with cells: the best of `p`'s own head, its cell's best and its LLC's
     /// best, each charged its move (`move_score`); queues of other cells are not looked at.
-    pub(super) fn pick_in_cell(&self, p: u32) -> Option<(u32, f64)> {
+    pub(super) fn pick_in_cell<const DECLINE: bool>(&self, p: u32, now: Time) -> Option<(u32, f64)> {
         let c = self.cells.of[p as usize] as usize;
         let (mut bq, mut best) = match self.queues.head_entry(p) {
             Some((_, k)) => (p, k),
@@ -182,7 +182,7 @@ impl CpuSched {
         for (sub, lo, hi) in groups {
             if let Some((q, k)) = self.queues.best_in(sub, lo, hi) {
                 if q != p && k < best {
-                    if let Some(s) = self.move_score(p, q, k) {
+                    if let Some(s) = self.move_score::<DECLINE>(p, q, k, now) {
                         if s < best {
                             (bq, best) = (q, s);
                         }
