@@ -298,6 +298,8 @@ pub struct PerfModel {
     /// per vCPU: how many times longer its work took over the last interval it ran than alone
     /// on a warm cache with local memory (1 until then, and for VMs without a profile)
     slowdown: Vec<f64>,
+    /// per vCPU: its slowdown is read back (a barrier program's), so each sample works it out
+    slowdown_read: Vec<bool>,
     last: Time,
     /// scratch: per pCPU, busy ns over the interval
     busy: Vec<u64>,
@@ -387,6 +389,7 @@ impl PerfModel {
             prev_disp: vec![0; n],
             debt: vec![0.0; vcpus],
             slowdown: vec![1.0; vcpus],
+            slowdown_read: vec![false; vcpus],
             last: 0,
             busy: vec![0; n],
             disp: vec![0; n],
@@ -481,11 +484,18 @@ impl PerfModel {
                 continue;
             }
             let e = execute(profile, &self.params, self.mhz, &facts, self.debt[v]);
-            self.slowdown[v] = slowdown(profile, &self.params, self.mhz, &facts, self.debt[v]).unwrap_or(self.slowdown[v]);
+            if self.slowdown_read[v] {
+                self.slowdown[v] = slowdown(profile, &self.params, self.mhz, &facts, self.debt[v]).unwrap_or(self.slowdown[v]);
+            }
             self.debt[v] = e.debt_cycles;
             perf_row(&mut self.table.row(), t, vm, idx, &facts, &e);
         }
         self.last = now;
+    }
+
+    /// Work out vCPU `v`'s [`Self::slowdown`] at every sample (it is read back).
+    pub fn track_slowdown(&mut self, v: usize) {
+        self.slowdown_read[v] = true;
     }
 
     /// How many times longer vCPU `v`'s work took over the last sample interval in which it ran

@@ -20,7 +20,15 @@ impl Simulation {
             profile.validate(&format!("vms[{i}].perf"))?;
             profiles[i] = Some(profile.clone());
         }
-        Ok(Some(PerfModel::new(spec.params.clone(), profiles, &self.topo, self.sched.vcpus.len(), self.sched.pcpu_count())))
+        let mut model = PerfModel::new(spec.params.clone(), profiles, &self.topo, self.sched.vcpus.len(), self.sched.pcpu_count());
+        // only barrier programs read their slowdown back (`guest/barrier.rs`): the model works
+        // it out for their vCPUs alone (two more runs of the model per vCPU and sample)
+        for v in &self.vms {
+            if matches!(v.workload, crate::guest::Workload::Barrier(_)) {
+                (v.first_vcpu..v.first_vcpu + v.vcpus).for_each(|c| model.track_slowdown(c as usize));
+            }
+        }
+        Ok(Some(model))
     }
 
     /// One sample of the model (the scheduler is accounted up to `t`).
