@@ -406,7 +406,8 @@ pub struct Siblings {
     pub ready: u64,
 }
 
-fn bits(flags: impl Iterator<Item = bool>) -> u64 {
+/// Flags as a bit set, the first flag lowest.
+pub(super) fn bits(flags: impl Iterator<Item = bool>) -> u64 {
     flags.enumerate().fold(0, |acc, (i, f)| acc | (u64::from(f) << i))
 }
 

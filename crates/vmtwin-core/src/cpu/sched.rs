@@ -113,7 +113,7 @@ mod ht;
 
 use super::cells::Cells;
 use super::clock::FairClock;
-use super::cosched::{gang_needs, next_laggard_in, CoschedMode, Lead, Siblings, SKEW_TICK_NS};
+use super::cosched::{bits, gang_needs, next_laggard_in, CoschedMode, Lead, Siblings, SKEW_TICK_NS};
 use super::limit::{TokenBucket, LIMIT_BORROW_NS};
 use super::params::CpuSchedParams;
 use super::runqueue::QueueSet;
@@ -1805,9 +1805,8 @@ impl CpuSched {
     /// VM now, and else the VM's timer is armed for the moment the first one would be.
     fn gang_settle(&mut self, vm: u32, now: Time, q: &mut EventQueue) {
         self.gang_account(vm, now);
-        let ready: Vec<bool> = self.vcpus[self.vcpus_of(vm)].iter().map(|vc| vc.state == VcpuState::Ready).collect();
-        let bits = ready.iter().enumerate().fold(0, |acc, (i, &r)| acc | u64::from(r) << i);
-        let was_ready = std::mem::replace(&mut self.gangs[vm as usize].ready, bits);
+        let now_ready = bits(self.vcpus[self.vcpus_of(vm)].iter().map(|vc| vc.state == VcpuState::Ready));
+        let was_ready = std::mem::replace(&mut self.gangs[vm as usize].ready, now_ready);
         if self.gangs[vm as usize].costopped {
             self.try_costart(vm, NONE, f64::INFINITY, now, q);
             return;
@@ -1815,7 +1814,7 @@ impl CpuSched {
         let hold_due = if self.gangs[vm as usize].holding { self.hold_or_end(vm, now, q) } else { None };
         // (the lasting co-stop may have started, stopped or released siblings)
         let ready: Vec<bool> = self.vcpus[self.vcpus_of(vm)].iter().map(|vc| vc.state == VcpuState::Ready).collect();
-        self.gangs[vm as usize].ready = ready.iter().enumerate().fold(0, |acc, (i, &r)| acc | u64::from(r) << i);
+        self.gangs[vm as usize].ready = bits(ready.iter().copied());
         let th = self.params.cosched_skew_threshold_ns;
         // relaxed-3x looks at skews on accounting ticks (strict at once): see `cosched.rs`
         let tick = if self.params.cosched_mode == CoschedMode::Relaxed3x { SKEW_TICK_NS } else { 1 };
