@@ -131,8 +131,15 @@ def _ready() -> bool:
 
 def _stop(pool: ProcessPoolExecutor) -> None:
     """Stop the workers first (SIGTERM ends one at once), then the pool: the other order would
-    free the pool's queues under a worker still reading them (a traceback on stderr)."""
+    free the pool's queues under a worker still reading them (a traceback on stderr).
+
+    Then wait for the pool's manager thread to finish closing its pipes. ``shutdown(wait=False)``
+    does not, and forgets the thread, so a later ``shutdown(wait=True)`` does not either; the
+    interpreter's exit hook for process pools then writes to a pipe that thread may be closing at
+    that instant (CPython 3.11 takes no lock there): ``OSError: [Errno 9]`` and a traceback after
+    ``interrupted``, seen once on CI."""
     workers_now = list((getattr(pool, "_processes", None) or {}).values())
+    manager = getattr(pool, "_executor_manager_thread", None)
     for p in workers_now:
         p.terminate()
     for p in workers_now:
@@ -141,6 +148,8 @@ def _stop(pool: ProcessPoolExecutor) -> None:
             p.kill()
             p.join(STOP_TIMEOUT_S)
     pool.shutdown(wait=False, cancel_futures=True)
+    if manager is not None:
+        manager.join(STOP_TIMEOUT_S)  # bounded: its queue's feeder could block on a full pipe
 
 
 def _start_pool(ctx, n: int) -> ProcessPoolExecutor:

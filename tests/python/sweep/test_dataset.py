@@ -169,3 +169,23 @@ def test_runs_from_another_build_are_refused():
     with pytest.raises(VmtwinError, match=r"another vmtwin build \(0\.0\.0\+other\)"):
         runner._same_build(results)
     assert runner._same_build(results[:1]) == results[:1]
+
+
+def test_stopping_a_pool_leaves_no_thread_closing_its_pipes():
+    """After ``_stop`` the pool's manager thread has finished: the interpreter's exit hook for
+    process pools would otherwise write to a pipe that thread is closing (CI once printed that
+    OSError's traceback after ``interrupted``)."""
+    import multiprocessing
+    import time
+
+    from vmtwin.sweep import runner
+
+    ctx = multiprocessing.get_context("forkserver")
+    runner._start_fork_server()
+    pool = runner._start_pool(ctx, 2)
+    manager = pool._executor_manager_thread
+    busy = [pool.submit(time.sleep, 60) for _ in range(4)]
+    time.sleep(0.2)  # the workers are inside their tasks
+    runner._stop(pool)
+    assert not manager.is_alive()
+    assert all(f.done() for f in busy)
