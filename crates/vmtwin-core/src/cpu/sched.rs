@@ -415,6 +415,8 @@ pub struct CpuSched {
     clock: FairClock,
     /// vCPUs held by limits, over all limiters
     held_count: usize,
+    /// an empty held list with room, swapped in for the list `release_held` releases
+    held_spare: Vec<u32>,
     seq: u64,
     core_mhz: u64,
     /// per VM: its vCPUs, and its co-scheduling state (used where its vCPUs are `cosched`)
@@ -544,6 +546,7 @@ impl CpuSched {
             idle_count: n,
             clock: FairClock::default(),
             held_count: 0,
+            held_spare: Vec::new(),
             seq: 0,
             core_mhz: topo.core_mhz,
             gangs: vcpus_per_vm
@@ -2328,9 +2331,13 @@ impl CpuSched {
     }
 
     fn release_held(&mut self, l: u32, now: Time, q: &mut EventQueue) {
-        let held = std::mem::take(&mut self.limiters[l as usize].held);
+        // the list is swapped with an empty one that keeps its room (`held_spare`), and its own
+        // room is kept for the next release: a limited VM's vCPUs are held and released every
+        // few ms, and a fresh list each time was an allocation and a free per hold
+        let mut held = std::mem::take(&mut self.held_spare);
+        std::mem::swap(&mut held, &mut self.limiters[l as usize].held);
         self.held_count -= held.len();
-        for v in held {
+        for &v in &held {
             self.place_key(v, now, true);
             self.set_state(v, now, VcpuState::Ready);
             if self.vcpus[v as usize].cosched {
@@ -2340,6 +2347,8 @@ impl CpuSched {
             }
             self.place(v, now, q);
         }
+        held.clear();
+        self.held_spare = held;
     }
 
     /// Update every powered-on vCPU's demand estimate from its time since the last update (at
