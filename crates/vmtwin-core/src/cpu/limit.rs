@@ -26,7 +26,7 @@
 //! - Over a window of length `T` a bucket lets through at most `rate x T` plus its depth: ESX's
 //!   own averaging window for limits is not documented in the seeds.
 
-use crate::sim::{ns_f, Time, NS_PER_MS};
+use crate::sim::{ceil_f, ns_f, Time, NS_PER_MS};
 
 /// Least CPU a throttled VM must have earned before it runs again, in pCPU-ns. 1 ms: chosen,
 /// short enough to keep limited VMs smooth, long enough that a throttled VM is not woken for
@@ -105,7 +105,7 @@ impl TokenBucket {
         if self.rate <= 0.0 {
             return Time::MAX;
         }
-        (((self.resume - self.tokens) / self.rate).ceil() as Time).max(1)
+        (ceil_f((self.resume - self.tokens) / self.rate) as Time).max(1)
     }
 }
 

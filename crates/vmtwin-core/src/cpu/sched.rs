@@ -118,7 +118,7 @@ use super::limit::{TokenBucket, LIMIT_BORROW_NS};
 use super::params::CpuSchedParams;
 use super::runqueue::QueueSet;
 use crate::hw::Topology;
-use crate::sim::{ns_f, Event, EventQueue, Time};
+use crate::sim::{ceil_f, ns_f, Event, EventQueue, Time};
 use std::sync::atomic::Ordering::Relaxed;
 
 /// Power of the waiting share in the demand estimate (`update_demand`): held time counts as
@@ -1354,7 +1354,7 @@ impl CpuSched {
                 let part = mine / lim.active_alloc.max(mine);
                 // a vCPU started from a held list on an otherwise idle pCPU may borrow
                 let tokens = if b.exhausted() { b.tokens + LIMIT_BORROW_NS } else { b.tokens };
-                let allowance = (tokens * part).ceil().max(1.0) as Time;
+                let allowance = ceil_f(tokens * part).max(1.0) as Time;
                 slice = slice.min(allowance);
             }
         }
