@@ -431,6 +431,9 @@ pub struct CpuSched {
     holding: Vec<u32>,
     /// COSTOP counts as runnable in the fair clock (`relaxed-3x`, see `hold_or_end`)
     costop_in_clock: bool,
+    /// per state: counted runnable in the fair clock ([`RUNNABLE`], and COSTOP with
+    /// `costop_in_clock`), one load in `set_state`
+    in_clock: [bool; STATES],
     /// an empty list with room, swapped in for a VM's co-stopped vCPUs while `settle_dirty`
     /// goes through them (so the ones kept co-stopped are pushed without allocating)
     spare_stopped: Vec<u32>,
@@ -569,6 +572,11 @@ impl CpuSched {
             waiting: Vec::new(),
             holding: Vec::new(),
             costop_in_clock: params.cosched_mode == CoschedMode::Relaxed3x,
+            in_clock: {
+                let mut t = RUNNABLE;
+                t[VcpuState::Costop as usize] = params.cosched_mode == CoschedMode::Relaxed3x;
+                t
+            },
             spare_stopped: Vec::new(),
             node_of,
             node_range,
@@ -641,10 +649,9 @@ impl CpuSched {
             vc.ready_at = now;
         }
         let (w, key, vm, a, limited) = (vc.weight, vc.key, vc.vm as usize, vc.bucket_part(), vc.limited);
-        let in_clock = self.costop_in_clock;
-        let runnable = |s: VcpuState| RUNNABLE[s as usize] || (s == VcpuState::Costop && in_clock);
-        if runnable(old) != runnable(state) {
-            if runnable(state) {
+        let (was, is) = (self.in_clock[old as usize], self.in_clock[state as usize]);
+        if was != is {
+            if is {
                 self.clock.join(w, key);
             } else {
                 self.clock.leave(w, key);
