@@ -25,7 +25,7 @@ fn kernel_is_a_base_plus_a_struct_page_per_page() {
 }
 
 fn small_guest(cache_mb: u64, anon: u32) -> GuestOs {
-    let params = GuestParams { kernel_base_bytes: 1 << 20, kernel_bytes_per_page: 64.0, boot_cache_bytes: cache_mb << 20 };
+    let params = GuestParams { kernel_base_bytes: 1 << 20, kernel_bytes_per_page: 64.0, boot_cache_bytes: cache_mb << 20, zero_at_boot: false };
     let pages = (cache_mb << 8) as u32 + anon + 100 + 1024;
     assert!(params.kernel_pages(pages) < 1024);
     GuestOs::boot(&params, pages, anon)
@@ -128,7 +128,7 @@ fn host_with(preset: Preset, seed: u64, balloon_pages_per_s: u32) -> MemHost {
     p.swap_cluster_pages = 16;
     let mut h = MemHost::new(p, 2, 1500, Box::new(FixedLatencySwapStandIn::default()), seed).unwrap();
     // a small kernel so that the guest fits the test's host: 64 KB + 16 B per page
-    let g = GuestParams { kernel_base_bytes: 64 << 10, kernel_bytes_per_page: 16.0, boot_cache_bytes: 300 * 4096 };
+    let g = GuestParams { kernel_base_bytes: 64 << 10, kernel_bytes_per_page: 16.0, boot_cache_bytes: 300 * 4096, zero_at_boot: false };
     for i in 0..3u32 {
         let mut s = VmMemSpec::new(&format!("vm{i}"), PAGES.min(1400 + 200 * i));
         s.overhead_pages = 40;

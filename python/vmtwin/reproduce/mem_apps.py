@@ -10,11 +10,20 @@ from the paper or the software, calibrates the rest on named published points an
 others.
 
 **Scale.** Memory is scaled down by ``SCALE`` (1/32, as mem-microbench) so that a run takes
-seconds: every VM, hog, host and overhead size is divided by 32; time, CPU and I/O latencies are
-not, so operations per minute and latencies are read unscaled. ESX's free-memory floor (minfree,
-a sliding scale of host memory) is not proportional to host size, so the scaled host gets
-``_scaled_host_mb``: the memory for which host - minfree equals the full host's (host - minfree)
-/ 32. B.1 is small enough (a 256 MB VM) to run at full size.
+seconds: every VM, hog, host and overhead size is divided by 32, and the scenario says so with
+``memory.scale: 32``, which makes the engine apply its own absolute constants as the full-size
+host's: minFree is the 72 GB host's fraction (its sliding scale is not proportional to memory),
+and every rate in pages per second (sharing scans, balloon inflation, swap-out, and here the
+hog's mapping) is divided by 32, the CPU per page scanned or compressed multiplied by 32, so that
+each technique moves the same fraction of memory in the same time and costs the same CPU per
+second as at full size. Time, CPU per operation and I/O latencies are not scaled, nor are the
+touches per operation (each samples the working set: the chance that it finds a reclaimed page
+is the reclaimed fraction at either scale), so operations per minute and latencies are read
+unscaled. B.1 is small enough (a 256 MB VM) to run at full size.
+
+**Windows guests** zero all their memory at boot [S2 §3.2], so every page of a B.11 or B.12 VM
+is mapped when the hog comes (``guest_os.zero_at_boot``): the balloon's first victims, the
+guest's free pages, then give machine memory back.
 
 **B.11 (DVDStore2, [S2 §4.2, Fig. 6]).** Five 4-vCPU, 4 GB Windows Server 2008 + SQL Server VMs on
 a 72 GB, 16-core host; a memory hog VM with full reservation leaves 42, 22, 17, 12 and 7 GB. The
@@ -55,11 +64,12 @@ HOST_SOCKETS, HOST_CORES_PER_SOCKET = 4, 4
 ESX_OVERHEAD_MB = 512
 VM_OVERHEAD_MB = 32
 #: A simulated run and the window its metric is read over (after the hog has mapped its memory,
-#: the VMs their working sets, and the balloon and swap have settled).
-RUN_S = 600
+#: at most 65 GB at HOG_MAP_PAGES_PER_S, 532 s, the VMs their working sets, and the balloon and
+#: swap have settled).
+RUN_S = 1200
 #: Each VM's virtual disk, GB (its own stretch of the datastore).
 DISK_GB = 40
-MEASURE_FROM_S = 300
+MEASURE_FROM_S = 800
 
 # ---- B.11: DVDStore2 ----------------------------------------------------------------------
 
@@ -71,42 +81,20 @@ DVD_VMS, DVD_VCPUS, DVD_VM_GB = 5, 4, 4
 #: closed loop is CPU-bound: 16 cores x 60 s / 25,719 OPM = 37.3 ms.
 DVD_CPU_MS = 16 * 60_000 / 25719.0
 #: SQL Server's buffer pool (the touched working set) per VM, GB: calibrated on the 12 GB point
-#: (21,365 OPM) with one touch per operation (2.5 GB gives 25,550, 2.75 GB 20,806, 3 GB 19,297).
-DVD_WORKING_SET_GB = 2.75
+#: (21,365 OPM) with one touch per operation, on the scaled host (memory.scale) with Windows
+#: zeroing its memory at boot: 2.5 GB gives 22,190, 2.6 GB 21,305, 2.75 GB 20,187, 3 GB 18,923.
+DVD_WORKING_SET_GB = 2.6
 #: Windows Server 2008 x64 kernel: its non-paged and paged pools and system cache at boot
 #: (chosen, 256 MB), plus the PFN database's 48 bytes per physical page (MMPFN on x64).
 WIN_KERNEL_MB = 256
 WIN_KERNEL_BYTES_PER_PAGE = 48.0
+#: Windows writes zeroes over all its memory at boot, so all of it is mapped [S2 §3.2]
+#: (research/memory.md A.2): both papers' Windows guests (Server 2008, Windows 7) do.
+WIN_ZERO_AT_BOOT = True
 #: Touches of the buffer pool per operation: chosen, the fewest (one page not already touched
 #: in the operation); two or more lose more than the published 17% at 12 GB with any working set
 #: that is reclaimed there at all.
 DVD_TOUCHES_PER_OP = 1
-
-
-def _minfree_mb(host_mb: float) -> float:
-    """ESX 5+'s minfree sliding scale (the engine's ``min_free_pages``): 6% of the first 4 GB,
-    4% of the next 4, 2% of the next 8, 1% of the rest."""
-    left, free = host_mb, 0.0
-    for size, pct in ((4096, 6), (4096, 4), (8192, 2), (float("inf"), 1)):
-        take = min(left, size)
-        free += take * pct / 100
-        left -= take
-    return free
-
-
-def _scaled_host_mb(esx_gb: float) -> int:
-    """Host memory at scale whose memory above minfree is the full host's over SCALE (see the
-    module docs); the full host is ``esx_gb`` GB (the hog is subtracted by the caller)."""
-    want = (esx_gb * 1024 - _minfree_mb(esx_gb * 1024)) / SCALE
-    # host - minfree(host) is increasing: bisect
-    lo, hi = want, 2 * want + 64
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        if mid - _minfree_mb(mid) < want:
-            lo = mid
-        else:
-            hi = mid
-    return int(round(hi))
 
 
 def _storage(vm_names: list[str], ssd_swap: bool) -> dict:
@@ -124,24 +112,25 @@ def _storage(vm_names: list[str], ssd_swap: bool) -> dict:
     }
 
 
-#: How fast the hog maps its memory, pages per second at scale: chosen below the balloon driver's
-#: 12,800 pages/s (the engine's default), so that the VMs give memory back by ballooning as the
-#: hog grows, as in the paper's runs, where the hog was in place before measuring. A hog that
-#: maps faster than the balloon can reclaim sends the host through soft into hard within a tick,
-#: and ESX swaps instead.
-HOG_MAP_PAGES_PER_S = 8000
+#: How fast the hog maps its memory, pages per second at full size (divided by SCALE in the
+#: scenario, as the engine divides its own rates): chosen, half what the five B.11 VMs' balloon
+#: drivers can give back together (5 x 12,800 pages/s, the engine's default), so that the VMs give
+#: memory back by ballooning as the hog grows, as in the paper's runs, where the hog was in place
+#: before measuring. A hog that maps faster than the balloons can reclaim sends the host through
+#: soft into hard within a tick, and ESX swaps instead.
+HOG_MAP_PAGES_PER_S = 32_000
 HOG_DUTY = 0.1
 
 
 def _hog(hog_gb: float) -> dict:
     """The memory hog: full reservation, maps all its memory once (a sequential pass at
-    HOG_MAP_PAGES_PER_S), then keeps touching one page."""
+    HOG_MAP_PAGES_PER_S, scaled), then keeps touching one page."""
     mb = int(hog_gb * 1024 / SCALE)
     return {
         "name": "hog", "vcpus": 1, "memory": f"{mb}MB",
         "memory_allocation": {"reservation": f"{mb}MB"},
         "guest_memory": {"overhead": f"{VM_OVERHEAD_MB * 1024 // SCALE}KB", "pattern": "sequential",
-                         "touch_rate": HOG_MAP_PAGES_PER_S / HOG_DUTY, "hot_block": "4KB"},
+                         "touch_rate": HOG_MAP_PAGES_PER_S / SCALE / HOG_DUTY, "hot_block": "4KB"},
         "workload": {"type": "cpu_bound", "duty": HOG_DUTY, "burst": "10ms"},
     }
 
@@ -157,7 +146,7 @@ def _app_vms(name: str, count: int, vcpus: int, gb: float, app: dict, working_se
             "working_set": f"{int(working_set_gb * 1024 * 1024 / SCALE)}KB",
             "content": content or {},
             "guest_os": {"kernel_base": f"{WIN_KERNEL_MB * 1024 // SCALE}KB",
-                         "kernel_bytes_per_page": WIN_KERNEL_BYTES_PER_PAGE},
+                         "kernel_bytes_per_page": WIN_KERNEL_BYTES_PER_PAGE, "zero_at_boot": WIN_ZERO_AT_BOOT},
             "app": app,
         },
         "workload": {"type": "cpu_bound", "duty": duty, "burst": f"{int(cpu_ms * 1e6)}ns",
@@ -167,11 +156,15 @@ def _app_vms(name: str, count: int, vcpus: int, gb: float, app: dict, working_se
 
 def _scenario(name: str, esx_gb: float, hog_gb: float, vms: list[dict], ssd_swap: bool, seed: int = 11) -> dict:
     names = [v["name"] for v in vms]
+    if ssd_swap:
+        # the VMs' swap files on the SSD (the hog, fully reserved, never swaps)
+        for v in vms:
+            v["guest_memory"]["swap_datastore"] = "ssd"
     return {
         "name": name, "seed": seed, "duration": f"{RUN_S}s", "sample_interval": "10s",
         "host": {"sockets": HOST_SOCKETS, "numa_nodes_per_socket": 1, "cores_per_llc": HOST_CORES_PER_SOCKET,
-                 "memory": f"{_scaled_host_mb(HOST_GB) }MB"},
-        "memory": {"policy": "esx2013", "host_overhead": f"{ESX_OVERHEAD_MB * 1024 // SCALE}KB"},
+                 "memory": f"{HOST_GB * 1024 // SCALE}MB"},
+        "memory": {"policy": "esx2013", "scale": SCALE, "host_overhead": f"{ESX_OVERHEAD_MB * 1024 // SCALE}KB"},
         "storage": _storage(names, ssd_swap),
         "vms": [_hog(hog_gb), *vms],
     }

@@ -67,7 +67,7 @@ def _scenario(gb: float, hot_gb: float | None = None) -> dict:
     return {
         "name": f"micro-{gb:g}gb", "seed": 13, "duration": RUN, "sample_interval": "10s",
         "host": {"cores_per_llc": 4, "memory": f"{HOST_MB}MB"},
-        "memory": {"policy": "esx2002", "host_overhead": f"{HOST_OVERHEAD_MB}MB", "share_scan_rate": 0},
+        "memory": {"policy": "esx2002", "scale": SCALE, "host_overhead": f"{HOST_OVERHEAD_MB}MB", "share_scan_rate": 0},
         "vms": [{
             "name": "rhel6", "count": 2, "vcpus": 2, "memory": f"{VM_MB}MB",
             "guest_memory": {"overhead": "0B", "balloon_driver": False,

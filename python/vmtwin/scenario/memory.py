@@ -122,6 +122,12 @@ class HostMemory(_Model):
         "system-wide cap).")
     swap_standin: SwapStandIn = Field(default_factory=SwapStandIn,
                                       description="Swap device used when the scenario has no storage section.")
+    scale: Annotated[int, Strict(), Field(ge=1, le=4096)] = Field(
+        1, description="The host models one this many times larger, every memory size in the scenario already "
+        "divided by it (a scaled-down reproduction): minFree is the full-size host's fraction, and the engine's "
+        "own absolute defaults (ESX and VM overhead, touch rate, the sharing, balloon and swap-out rates in "
+        "pages per second) are divided by it, the CPU per page scanned or compressed multiplied by it, so times "
+        "and CPU per second are the full-size host's (1: no scaling).")
 
 
 class MemoryAllocation(_Model):
@@ -156,6 +162,9 @@ class GuestOs(_Model):
     kernel_bytes_per_page: Annotated[float, Strict(), Field(ge=0.0, lt=4096.0)] = Field(
         64.0, description="Kernel bytes per 4 KiB page of configured memory (Linux's struct page: 64).")
     boot_cache: Bytes = Field("0B", description="Page cache the guest filled at boot, e.g. '512MB'.")
+    zero_at_boot: Annotated[bool, Strict()] = Field(
+        False, description="The guest writes zeroes over all its memory at boot, so all of it is mapped (Windows "
+        "does, Linux does not [S2 §3.2]); default false.")
 
     def kernel_pages(self, pages: int) -> int:
         """Kernel pages of a guest of ``pages`` pages (the engine's formula)."""
@@ -387,6 +396,8 @@ def engine_section(sc: "Scenario") -> dict:
     }
     if m.host_overhead is not None:
         out["host_overhead_bytes"] = m.host_overhead
+    if m.scale != 1:
+        out["scale"] = m.scale
     if m.share_scan_rate is not None:
         out["share_scan_pages_per_s"] = m.share_scan_rate
     if m.share_scan_host_rate is not None:
@@ -399,18 +410,22 @@ def engine_section(sc: "Scenario") -> dict:
         g = vm.guest_memory or GuestMemory()
         if g.image is not None and (err := _image_error(sc, i, g.image, vm.memory)) is not None:
             raise err
+        # on a scaled host (memory.scale), the defaults of absolute sizes and rates are the
+        # full-size host's divided by the scale; values the scenario sets are taken as given
+        overhead = g.overhead if "overhead" in g.model_fields_set else g.overhead // m.scale
+        touch_rate = g.touch_rate if "touch_rate" in g.model_fields_set else g.touch_rate / m.scale
         entry = {
             "reservation_bytes": a.reservation,
             "limit_bytes": a.limit,
             "shares": resolve_shares(a.shares, vm.memory),
-            "overhead_bytes": g.overhead,
+            "overhead_bytes": overhead,
             "balloon_driver": g.balloon_driver,
             "content": g.content.model_dump(),
             "image": None if g.image is None else str(_image_path(sc, g.image)),
             "touch": {
                 "working_set_bytes": g.working_set,
                 "working_set_offset_bytes": g.working_set_offset,
-                "pages_per_cpu_s": g.touch_rate,
+                "pages_per_cpu_s": touch_rate,
                 "write_fraction": g.write_fraction,
                 "pattern": g.pattern,
                 "hot_block_bytes": g.hot_block,
@@ -422,6 +437,7 @@ def engine_section(sc: "Scenario") -> dict:
                 "kernel_base_bytes": g.guest_os.kernel_base,
                 "kernel_bytes_per_page": g.guest_os.kernel_bytes_per_page,
                 "boot_cache_bytes": g.guest_os.boot_cache,
+                **({"zero_at_boot": True} if g.guest_os.zero_at_boot else {}),
             },
             "app": None if g.app is None else {
                 "kind": g.app.kind, "touches_per_op": g.app.touches_per_op, "file_set_bytes": g.app.file_set,

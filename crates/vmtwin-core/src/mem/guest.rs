@@ -26,7 +26,7 @@
 //! PPN or in guest swap ([`GuestOs::audit`] recounts both).
 //!
 //! # Tunables
-//! [`GuestParams`]: `kernel_base_bytes`, `kernel_bytes_per_page`, `boot_cache_bytes`.
+//! [`GuestParams`]: `kernel_base_bytes`, `kernel_bytes_per_page`, `boot_cache_bytes`, `zero_at_boot`.
 //!
 //! # Counters
 //! [`GuestCounters`]: guest swap-outs and swap-ins, pages the balloon took from the free list,
@@ -86,6 +86,13 @@ pub struct GuestParams {
     /// read files, e.g. 0.55 GB for the rest of RHEL6's "about 1GB" at boot [S2 §4.1]
     #[serde(default)]
     pub boot_cache_bytes: u64,
+    /// whether the guest writes zeroes over all its memory at boot, so that every page is mapped
+    /// once boot finishes: Windows does, Linux touches only the pages it needs [S2 §3.2]
+    /// (research/memory.md A.2, C.15). Default false (Linux). The free pages so zeroed hold the
+    /// zero page's contents: the sharing scanner collapses them, and the balloon's first
+    /// victims, free pages, free machine memory
+    #[serde(default)]
+    pub zero_at_boot: bool,
 }
 
 fn default_kernel_base() -> u64 {
@@ -97,7 +104,7 @@ fn default_kernel_per_page() -> f64 {
 
 impl Default for GuestParams {
     fn default() -> Self {
-        GuestParams { kernel_base_bytes: default_kernel_base(), kernel_bytes_per_page: default_kernel_per_page(), boot_cache_bytes: 0 }
+        GuestParams { kernel_base_bytes: default_kernel_base(), kernel_bytes_per_page: default_kernel_per_page(), boot_cache_bytes: 0, zero_at_boot: false }
     }
 }
 

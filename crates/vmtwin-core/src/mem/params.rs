@@ -149,6 +149,35 @@ impl MemParams {
         }
     }
 
+    /// These parameters for a host scaled down by `k` (every memory size divided by `k`, see
+    /// [`crate::mem::MemorySpec::params`]): the host overhead divided by `k`, the pages-per-second
+    /// rates divided by `k` (rounded to nearest, at least 1 page per second where non-zero), the
+    /// CPU per scanned or compressed page multiplied by `k`; thresholds (fractions) and time
+    /// constants unchanged. `k` = 1 returns them as they are.
+    ///
+    /// # Examples
+    /// ```
+    /// use vmtwin_core::mem::MemParams;
+    /// let p = MemParams::default().scaled(32);
+    /// assert_eq!((p.balloon_pages_per_s, p.swap_out_pages_per_s, p.share_scan_pages_per_s), (400, 800, 6));
+    /// assert_eq!(p.host_overhead_pages, 4096);
+    /// assert_eq!(p.share_scan_cpu_ns, 32_000);
+    /// ```
+    pub fn scaled(mut self, k: u32) -> Self {
+        if k <= 1 {
+            return self;
+        }
+        let rate = |r: u32| if r == 0 { 0 } else { ((f64::from(r) / f64::from(k)).round() as u32).max(1) };
+        self.share_scan_pages_per_s = rate(self.share_scan_pages_per_s);
+        self.share_scan_host_pages_per_s = self.share_scan_host_pages_per_s.map(rate);
+        self.swap_out_pages_per_s = rate(self.swap_out_pages_per_s);
+        self.balloon_pages_per_s = rate(self.balloon_pages_per_s);
+        self.host_overhead_pages /= u64::from(k);
+        self.share_scan_cpu_ns *= Time::from(k);
+        self.compress_cpu_ns *= Time::from(k);
+        self
+    }
+
     /// Pages each of `vms` VMs gets scanned in one tick of `tick_s` seconds: the per-VM rate,
     /// capped by an even split of the system-wide rate.
     ///

@@ -6,7 +6,7 @@
 //! order of `SimSpec::vms`. Memory is modelled only when this section is present.
 //!
 //! # Tunables
-//! Per host: `preset`, `idle_tax`, `host_overhead_bytes`, `share_scan_pages_per_s`,
+//! Per host: `preset`, `idle_tax`, `scale`, `host_overhead_bytes`, `share_scan_pages_per_s`,
 //! `share_scan_host_pages_per_s`, the
 //! stand-in's `standin_read_ns` / `standin_write_ns`. Per VM: reservation, limit, shares,
 //! overhead, balloon driver, content, image, the touch profile (`working_set_bytes`,
@@ -52,6 +52,9 @@ fn default_overhead() -> u64 {
 fn default_swap_ns() -> Time {
     5 * NS_PER_MS
 }
+fn default_scale() -> u32 {
+    1
+}
 fn default_touch_rate() -> f64 {
     10_000.0
 }
@@ -69,6 +72,11 @@ pub struct MemorySpec {
     /// ESX's own memory, in bytes (default: the preset's, 512 MB)
     #[serde(default)]
     pub host_overhead_bytes: Option<u64>,
+    /// the host is a model of one `scale` times larger, its memory sizes divided by `scale`
+    /// (default 1): the engine's own absolute constants are the full-size host's divided by it
+    /// ([`MemorySpec::params`])
+    #[serde(default = "default_scale")]
+    pub scale: u32,
     /// sharing scan rate per VM, pages per second (default: [`MemParams`]'s)
     #[serde(default)]
     pub share_scan_pages_per_s: Option<u32>,
@@ -268,12 +276,25 @@ pub fn pages_of(bytes: u64) -> u64 {
 
 impl MemorySpec {
     /// The engine parameters for a host of `host_pages` pages.
+    ///
+    /// With `scale` k > 1 the host stands for one of `k * host_pages` pages whose every memory
+    /// size the scenario has divided by k (a scaled-down reproduction): the preset's thresholds
+    /// are the fractions of the full-size host (minFree's sliding scale is not proportional to
+    /// host memory), the default ESX overhead is divided by k, every rate in pages per second
+    /// (sharing scans, balloon inflation, swap-out) is divided by k, rounded to the nearest page
+    /// and at least 1, and the CPU charged per page scanned or compressed is multiplied by k, so
+    /// that the time a technique takes to move a given fraction of memory, and the CPU it costs
+    /// per second, are the full-size host's ([`MemParams::scaled`]). Sizes and rates the scenario
+    /// sets explicitly are taken as given, at scale.
     pub fn params(&self, host_pages: u64) -> VmtwinResult<MemParams> {
         let preset = match self.preset {
             PresetSpec::Esx2002 => Preset::Esx2002,
             PresetSpec::Esx2013 => Preset::Esx2013,
         };
-        let mut p = MemParams::for_preset(preset, host_pages);
+        if self.scale == 0 {
+            invalid!("memory.scale", self.scale, "an integer >= 1 (1: no scaling)");
+        }
+        let mut p = MemParams::for_preset(preset, host_pages.saturating_mul(u64::from(self.scale))).scaled(self.scale);
         p.idle_tax = self.idle_tax;
         if let Some(b) = self.host_overhead_bytes {
             p.host_overhead_pages = pages_of(b);

@@ -49,6 +49,7 @@
 use super::Simulation;
 use crate::guest::Next;
 use crate::mem::app::Apps;
+use crate::mem::content::ZERO_CONTENT;
 use crate::mem::spec::{pages_of, TouchPattern};
 use crate::mem::{Access, MemScheduler, FixedLatencySwapStandIn, MemEvent, MemHost, MemoryImage, MemorySpec, SwapRequest, VmMemCounters, VmMemSpec, PAGE_BYTES};
 use crate::storage::Op;
@@ -478,6 +479,15 @@ impl Simulation {
         for ppn in 0..boot {
             if let Access::Blocked { .. } = mem.host.read(mi, ppn, self.now) {
                 break;
+            }
+        }
+        // a guest that zeroes its memory at boot (Windows [S2 §3.2]) has written the zero page
+        // over every page it did not load: all its memory is mapped once boot finishes
+        if v.guest_os.is_some_and(|g| g.zero_at_boot) {
+            for ppn in boot..pages {
+                if let Access::Blocked { .. } = mem.host.write(mi, ppn, ZERO_CONTENT, self.now) {
+                    break;
+                }
             }
         }
         // an application starts warm: its working set holds its data (a database's buffer pool
