@@ -100,3 +100,34 @@ fn min_free_sliding_scale() {
     let mf = min_free_pages(28 * gb) as f64 / gb as f64;
     assert!((mf - 0.88).abs() < 1e-3, "{mf}");
 }
+
+#[test]
+fn a_scaled_host_takes_the_full_hosts_thresholds_and_divides_its_rates() {
+    // The 72 GB host of [S2 §4.2] at 1/32: 2,304 MB = 589,824 pages. Worked by hand on the full
+    // host's 18,874,368 pages: 6 % of 1,048,576 = 62,914; 4 % of 2,097,152 = 83,886; 2 % of
+    // 4,194,304 = 83,886; 1 % of the other 11,534,336 = 115,343; minFree 346,029 pages
+    // (1,351.7 MB), so the scaled host's is 346,029 / 32 = 10,813.4 pages (42.2 MB). Without
+    // scaling it would be 6 % of the 2,304 MB host: 35,389 pages.
+    let spec: MemorySpec = serde_json::from_str(r#"{"preset": "esx2013", "scale": 32, "vms": []}"#).unwrap();
+    let pages = 589_824u64;
+    let p = spec.params(pages).unwrap();
+    assert!((p.thresholds[0] * pages as f64 - 346_029.0 / 32.0).abs() < 1e-6, "{:?}", p.thresholds);
+    assert!((p.thresholds[2] - 0.32 * p.thresholds[0]).abs() < 1e-15);
+    // rates in pages per second divided by 32: 12,800 -> 400, 25,600 -> 800, 200 -> 6.25 -> 6
+    assert_eq!((p.balloon_pages_per_s, p.swap_out_pages_per_s, p.share_scan_pages_per_s), (400, 800, 6));
+    // ESX's default 512 MB -> 16 MB; CPU per scanned page 1 us -> 32 us, per compression 10 -> 320 us
+    assert_eq!(p.host_overhead_pages, 4096);
+    assert_eq!((p.share_scan_cpu_ns, p.compress_cpu_ns), (32_000, 320_000));
+    // time constants stay
+    let base = MemParams::for_preset(Preset::Esx2013, pages);
+    assert_eq!((p.tick_ns, p.sample_period_ns, p.decompress_ns, p.swap_cluster_pages), (base.tick_ns, base.sample_period_ns, base.decompress_ns, base.swap_cluster_pages));
+    // unscaled, the same host keeps its own minFree
+    let unscaled: MemorySpec = serde_json::from_str(r#"{"preset": "esx2013", "vms": []}"#).unwrap();
+    let q = unscaled.params(pages).unwrap();
+    assert!((q.thresholds[0] * pages as f64 - 35_389.0).abs() < 1.0, "{:?}", q.thresholds);
+    assert_eq!(q.balloon_pages_per_s, 12_800);
+    // and a scale of 0 is refused, naming the field
+    let zero: MemorySpec = serde_json::from_str(r#"{"preset": "esx2013", "scale": 0, "vms": []}"#).unwrap();
+    let e = zero.params(pages).unwrap_err().to_string();
+    assert!(e.contains("memory.scale") && e.contains("integer >= 1"), "{e}");
+}

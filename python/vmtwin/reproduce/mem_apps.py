@@ -34,7 +34,8 @@ Predicted: 7 GB (8,647), and that with the SSD the loss at 7 GB is smaller.
 
 **B.12 (VDI, [S2 §4.2, Fig. 7]).** Fifteen 1-vCPU, 4 GB Windows 7 VMs on the same host; the hog
 leaves 60, 32, 22 and 19 GB; the 95th-percentile operation latency, normalised to 60 GB.
-Derived: the working set, from the 3 GB ballooned at 32 GB. Calibrated: the CPU per action on the
+Derived: the working set, from the 3 GB ballooned at 32 GB (before Windows zeroed its memory at
+boot here; see VDI_WORKING_SET_GB). Calibrated: the CPU per action on the
 32 GB point without SSD (1.06). Predicted: 22 and 19 GB without SSD (1.22, 2) and the three SSD
 points (1.03, 1.11, 1.16).
 
@@ -234,15 +235,17 @@ def dvdstore() -> list[Row]:
 VDI_PUBLISHED = {60: (1.00, 1.00), 32: (1.06, 1.03), 22: (1.22, 1.11), 19: (2.0, 1.16)}
 VDI_VMS, VDI_VCPUS, VDI_VM_GB = 15, 1, 4
 #: CPU per user action, ms: calibrated on the 32 GB point without SSD (1.06). With one touch per
-#: action the 95th percentile is an action that waited for one swap-in, (cpu + wait) / cpu: 100 ms
-#: gives 1.12, 200 ms 1.065.
+#: action the 95th percentile is an action that waited for one swap-in, (cpu + wait) / cpu: on the
+#: scaled host with Windows zeroing at boot 150 ms gives 1.106, 200 ms 1.067, 250 ms 1.051.
 VDI_CPU_MS = 200.0
 #: The vCPU's busy fraction; the rest is the user's think time (chosen; no CPU contention on 16
 #: cores either way).
 VDI_DUTY = 0.25
 #: Touched working set per VM, GB, derived from "a total about 3GB memory are ballooned" at 32 GB
 #: [S2 §4.2]: 15 VMs consuming what 32 GB leaves above ESX's own memory, overheads and minfree
-#: (29.9 GB) plus 3 GB is 2.19 GB each, less the Windows kernel (0.3 GB).
+#: (29.9 GB) plus 3 GB is 2.19 GB each, less the Windows kernel (0.3 GB). Derived when free guest
+#: pages were never mapped; with WIN_ZERO_AT_BOOT the balloon takes 30 GB at 32 GB, mostly zeroed
+#: free pages, so this derivation no longer holds (not redone; docs/memory-apps.md).
 VDI_WORKING_SET_GB = 1.9
 #: Touches per user action: chosen, the fewest (with 2 and 100 ms per action the 32 GB point is
 #: 1.19, with 4 1.26).
