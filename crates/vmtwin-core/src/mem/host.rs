@@ -1177,6 +1177,14 @@ impl MemHost {
             } else if self.state == MemState::High && excess < 0.0 {
                 bt = size.saturating_sub((-excess) as u64);
             }
+            // a VM above its limit is reclaimed in every state, by its balloon first and by
+            // swapping where ballooning is not possible (the soft state's rule [S1 §6.3] applied
+            // to the VM's own max): the limit is a max the VM never exceeds, whatever the host has
+            // free [S1 §3: max]
+            let over_limit = self.vms[i].spec.limit_pages.map_or(0.0, |l| alloc[i] - f64::from(l));
+            if over_limit > 0.0 && driver {
+                bt = bt.max((size + over_limit.ceil() as u64).min(max_balloon));
+            }
             self.vms[i].balloon_target = bt;
             // the driver polls once per tick and moves at most its rate
             let step = (f64::from(p.balloon_pages_per_s) * tick_s) as u64;
@@ -1190,7 +1198,9 @@ impl MemHost {
             // swap: in hard/low, or in soft where ballooning cannot reach (2002 preset)
             let left = (self.allocation(vm) - t[i]).max(0.0).ceil() as u64;
             let balloon_blocked = !driver || size >= max_balloon;
-            let swap_now = swap_state || (self.state == MemState::Soft && p.preset == Preset::Esx2002 && balloon_blocked);
+            let swap_now = swap_state
+                || (self.state == MemState::Soft && p.preset == Preset::Esx2002 && balloon_blocked)
+                || (over_limit > 0.0 && balloon_blocked);
             let swcur = self.vms[i].pmap.count(PageState::Swapped);
             self.vms[i].swap_target = if swap_now { swcur + left } else { swcur };
             if swap_now && left > 0 {
