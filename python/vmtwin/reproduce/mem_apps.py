@@ -42,9 +42,9 @@ points (1.03, 1.11, 1.16).
 **B.1 (dbench, [S1 §3.2, Fig. 2]).** One Red Hat 7.2 VM, one 800 MHz CPU, dbench with 40 clients:
 a VM configured with 128-256 MB against a 256 MB VM ballooned down to the same size. The cause
 [S1] names: the guest sizes structures by its configured memory, so the ballooned VM has less
-page cache. The ballooned VM is a 256 MB VM whose memory limit is the x-axis size: its balloon driver takes
-exactly the rest ("128 MB balloon", "32 MB balloon"), with no ESX swapping. Calibrated: the
-kernel's bytes per configured page on the 128 MB overhead (4.4%).
+page cache. The ballooned VM is a 256 MB VM whose memory limit is the x-axis size: its balloon
+driver takes exactly the rest ("128 MB balloon", "32 MB balloon"), with no ESX swapping.
+Calibrated: the kernel's bytes per configured page on the 128 MB overhead (4.4%).
 Predicted: the 224 MB overhead (1.4%) and that the overhead shrinks as the balloon shrinks.
 """
 
@@ -95,8 +95,9 @@ WIN_KERNEL_BYTES_PER_PAGE = 48.0
 #: (research/memory.md A.2): both papers' Windows guests (Server 2008, Windows 7) do.
 WIN_ZERO_AT_BOOT = True
 #: Touches of the buffer pool per operation: chosen, the fewest (one page not already touched
-#: in the operation); two or more lose more than the published 17% at 12 GB with any working set
-#: that is reclaimed there at all.
+#: in the operation). It sets how steeply OPM falls from 12 to 7 GB: with the buffer pool
+#: calibrated again on 12 GB, 2 touches predict about 10,300 OPM at 7 GB and 4 about 5,600
+#: (docs/memory-apps.md); not re-chosen, as choosing it on the 7 GB point would fit a prediction.
 DVD_TOUCHES_PER_OP = 1
 
 
