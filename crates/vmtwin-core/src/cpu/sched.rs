@@ -412,6 +412,9 @@ pub struct CpuSched {
     llc_range: Vec<usize>,
     idle: Vec<bool>,
     idle_count: usize,
+    /// the idle pCPUs again, as a bit set (bit `p % 64` of word `p / 64`): placement looks
+    /// through the idle pCPUs only, in the same ascending order as a scan of `idle`
+    idle_bits: Vec<u64>,
     clock: FairClock,
     /// vCPUs held by limits, over all limiters
     held_count: usize,
@@ -547,6 +550,7 @@ impl CpuSched {
             llc_range,
             idle: vec![true; n],
             idle_count: n,
+            idle_bits: (0..n.div_ceil(64)).map(|w| if 64 * (w + 1) <= n { u64::MAX } else { (1u64 << (n % 64)) - 1 }).collect(),
             clock: FairClock::default(),
             held_count: 0,
             held_spare: Vec::new(),
@@ -1124,14 +1128,12 @@ impl CpuSched {
             }
             // LLC, then the lowest-numbered
             let mut any = NONE;
-            for p in 0..self.pcpus.len() {
-                if self.idle[p] {
-                    if self.llc_of[p] == llc {
-                        return p as u32;
-                    }
-                    if any == NONE {
-                        any = p as u32;
-                    }
+            for p in self.idle_in(0..self.pcpus.len()) {
+                if self.llc_of[p] == llc {
+                    return p as u32;
+                }
+                if any == NONE {
+                    any = p as u32;
                 }
             }
             return any;
@@ -1143,17 +1145,15 @@ impl CpuSched {
         }
         let node = if home != NONE { home } else { self.node_of[last as usize] };
         let (mut in_node, mut any) = (NONE, NONE);
-        for p in 0..self.pcpus.len() {
-            if self.idle[p] {
-                if self.llc_of[p] == llc && (home == NONE || self.node_of[p] == home) {
-                    return p as u32;
-                }
-                if in_node == NONE && self.node_of[p] == node {
-                    in_node = p as u32;
-                }
-                if any == NONE {
-                    any = p as u32;
-                }
+        for p in self.idle_in(0..self.pcpus.len()) {
+            if self.llc_of[p] == llc && (home == NONE || self.node_of[p] == home) {
+                return p as u32;
+            }
+            if in_node == NONE && self.node_of[p] == node {
+                in_node = p as u32;
+            }
+            if any == NONE {
+                any = p as u32;
             }
         }
         if in_node != NONE || confined {
@@ -1193,6 +1193,32 @@ impl CpuSched {
             }
         }
         best.1
+    }
+
+    /// Mark busy pCPU `p` idle.
+    #[inline]
+    fn set_idle(&mut self, p: u32) {
+        self.idle[p as usize] = true;
+        self.idle_count += 1;
+        self.idle_bits[p as usize / 64] |= 1 << (p % 64);
+    }
+
+    /// The idle pCPUs among `within`, in ascending order (`idle_bits`).
+    #[inline]
+    fn idle_in(&self, within: std::ops::Range<usize>) -> impl Iterator<Item = usize> + '_ {
+        let (lo, hi) = (within.start, within.end);
+        (lo / 64..hi.div_ceil(64)).flat_map(move |w| {
+            let from = if w == lo / 64 { u64::MAX << (lo % 64) } else { u64::MAX };
+            let to = if w == hi / 64 { (1u64 << (hi % 64)).wrapping_sub(1) } else { u64::MAX };
+            let mut b = self.idle_bits[w] & from & to;
+            std::iter::from_fn(move || {
+                (b != 0).then(|| {
+                    let p = w * 64 + b.trailing_zeros() as usize;
+                    b &= b - 1;
+                    p
+                })
+            })
+        })
     }
 
     #[inline]
@@ -1255,8 +1281,7 @@ impl CpuSched {
         // read before `ht_went_idle`, which may dispatch another pCPU
         let recheck = if declining { self.recheck.0.load(Relaxed) } else { Time::MAX };
         if !self.idle[p as usize] {
-            self.idle[p as usize] = true;
-            self.idle_count += 1;
+            self.set_idle(p);
             q.cancel_timer(p);
             if self.ht.on {
                 self.ht_went_idle(p, now, q);
@@ -1283,6 +1308,7 @@ impl CpuSched {
         if self.idle[p as usize] {
             self.idle[p as usize] = false;
             self.idle_count -= 1;
+            self.idle_bits[p as usize / 64] &= !(1 << (p % 64));
         }
         self.set_state(v, now, VcpuState::Run);
         let vc = &mut self.vcpus[v as usize];
@@ -1717,6 +1743,19 @@ impl CpuSched {
         lead
     }
 
+    /// The least progress of VM `vm`'s siblings that are not progressing (`Lead::slowest_still`
+    /// of [`Self::lead_of`]), `Time::MAX` when every one progresses.
+    #[inline]
+    fn slowest_still_of(&self, vm: u32, now: Time) -> Time {
+        let mut still = Time::MAX;
+        for vc in &self.vcpus[self.vcpus_of(vm)] {
+            if !PROGRESS[vc.state as usize] {
+                still = still.min(vc.progress_ns(now));
+            }
+        }
+        still
+    }
+
     /// Note that VM `vm`'s siblings' progress may have changed, to look at before returning
     /// (`settle_cosched`). Progress changes only when a vCPU starts or stops running or wakes
     /// from a halt, so `start`, `stop` and `wake` call this, not every state change.
@@ -1740,7 +1779,10 @@ impl CpuSched {
         if self.params.cosched_mode != CoschedMode::Relaxed4x {
             return self.gang_hold(v, vm, now);
         }
-        let lead = self.lead_of(vm, now);
+        // `Lead::blocks` needs only the slowest still sibling: read it alone (this runs at
+        // every placement and every pop of a co-scheduled vCPU)
+        let still = self.slowest_still_of(vm, now);
+        let lead = Lead { slowest_still: still, ..Lead::NONE };
         if !lead.blocks(self.vcpus[v as usize].progress_ns(now), self.params.cosched_skew_threshold_ns) {
             return false;
         }
@@ -1876,8 +1918,7 @@ impl CpuSched {
                     let p = self.vcpus[v as usize].pcpu;
                     self.stop(p, now);
                     if !self.idle[p as usize] {
-                        self.idle[p as usize] = true;
-                        self.idle_count += 1;
+                        self.set_idle(p);
                         q.cancel_timer(p);
                     }
                     freed.push(p);
@@ -2236,10 +2277,11 @@ impl CpuSched {
                 self.gang_settle(vm, now, q);
                 continue;
             }
+            let mut lead = self.lead_of(vm, now);
             if !self.gangs[vm as usize].stopped.is_empty() {
                 let spare = std::mem::take(&mut self.spare_stopped);
                 let mut stopped = std::mem::replace(&mut self.gangs[vm as usize].stopped, spare);
-                let mut lead = self.lead_of(vm, now);
+                let mut released = false;
                 for &v in &stopped {
                     // held until its laggards have caught up (the co-start skew), not only
                     // until they move: see `cosched::caught_up`
@@ -2256,16 +2298,20 @@ impl CpuSched {
                         self.set_state(v, now, VcpuState::Ready);
                         lead = self.lead_of(vm, now);
                         self.place_with(v, now, q, false);
+                        released = true;
                     }
                 }
                 stopped.clear();
                 self.spare_stopped = stopped;
+                if released {
+                    // the last placement changed the siblings the lead was read from
+                    lead = self.lead_of(vm, now);
+                }
             }
             // the timer at the moment a running vCPU first leads too far, moved later or
             // cancelled as well as earlier: until the siblings change again that moment is
             // fixed, and a look before it would find no vCPU to stop
             // ... or at the moment a co-stopped one has caught up, if that is earlier
-            let lead = self.lead_of(vm, now);
             let mut due = lead.next_block_in(th);
             for &v in &self.gangs[vm as usize].stopped {
                 if let Some(d) = lead.next_release_in(self.vcpus[v as usize].progress_ns(now), cs) {

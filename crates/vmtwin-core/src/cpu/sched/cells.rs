@@ -306,8 +306,7 @@ impl CpuSched {
                 self.stop(p, now);
                 self.set_state(v, now, VcpuState::Ready);
                 if !self.idle[p as usize] {
-                    self.idle[p as usize] = true;
-                    self.idle_count += 1;
+                    self.set_idle(p);
                     q.cancel_timer(p);
                 }
                 freed.push(p);

@@ -56,14 +56,16 @@ use crate::sim::{ns_f, EventQueue, Time};
 /// the fraction `x - trunc(x)` is representable, and above it `x` is an integer.
 #[inline(always)]
 fn round_ns(x: f64) -> Time {
-    let t = x as Time;
+    // through i64: one truncating conversion, where `as u64` costs a compare and a second
+    // conversion for values past 2^63 that never occur here
+    let t = x as i64 as Time;
     t + (x - t as f64 >= 0.5) as Time
 }
 
 /// `x.ceil()` for `0 <= x < 2^63`, without a libm call (as [`round_ns`]).
 #[inline(always)]
 fn ceil_ns(x: f64) -> Time {
-    let t = x as Time;
+    let t = x as i64 as Time;
     t + ((t as f64) < x) as Time
 }
 
@@ -323,8 +325,7 @@ impl CpuSched {
             let r = self.stop(p, now);
             self.set_state(r, now, VcpuState::Ready);
             self.enqueue(p, r);
-            self.idle[pi] = true;
-            self.idle_count += 1;
+            self.set_idle(p);
             disarm(q, p);
             self.ht_went_idle(p, now, q);
             return;
@@ -456,10 +457,7 @@ impl CpuSched {
             return last;
         }
         let mut best = (u32::MAX, NONE);
-        for p in within {
-            if !self.idle[p] {
-                continue;
-            }
+        for p in self.idle_in(within) {
             let in_node = self.node_of[p] == node;
             if confined && !in_node {
                 continue;
