@@ -49,7 +49,12 @@ The caller (the run driver) builds the manifest; :func:`write_results` fills in 
 ``event_count``
     Number of events the engine processed.
 ``sched_stats``, ``log``
-    Scheduler decision counters; notable happenings (refused power-ons) with their times.
+    Scheduler decision counters (``dispatches``, ``preemptions``, ``migrations`` and of those
+    ``core_migrations``, to the sibling hyperthread, ``llc_migrations``, ``node_migrations``; the
+    dispatches by how far they moved the vCPU, ``dispatches_same_pcpu``, ``_same_core``,
+    ``_same_llc``, ``_same_node``, ``_other_node``, summing to ``dispatches``: the first three
+    are local in ESX's sense, the same LLC); notable happenings (refused power-ons) with their
+    times.
 ``actions``
     Every control action of the run in order, ``{"time_ns", "time_s", "action", "args"}`` with
     ``action`` one of ``run_until`` (``args``: ``until_ns``; ``stopped_early`` when a progress

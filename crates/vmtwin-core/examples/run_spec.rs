@@ -20,4 +20,6 @@ fn main() {
         stats.preemptions,
         stats.migrations
     );
+    let [pcpu, core, llc, node, other] = stats.locality();
+    println!("dispatches by distance moved: same pCPU {pcpu} same core {core} same LLC {llc} same node {node} other node {other}");
 }

@@ -17,6 +17,10 @@ use crate::engine::Engine;
 use vmtwin_core::spec::SimSpec;
 use vmtwin_core::VmtwinError;
 
+/// `sched_stats` keys of the dispatches by distance moved, nearest first (`SchedStats::locality`).
+const LOCALITY_LEVELS: [&str; 5] =
+    ["dispatches_same_pcpu", "dispatches_same_core", "dispatches_same_llc", "dispatches_same_node", "dispatches_other_node"];
+
 /// Events run between two checks for Ctrl-C (about 0.1 s of engine time at 10 M events/s).
 const EVENTS_PER_SIGNAL_CHECK: u64 = 1 << 20;
 
@@ -219,13 +223,22 @@ impl PySimulation {
         Ok(borrow(slf)?.sim.spec().to_json())
     }
 
-    /// Scheduler decision counters.
+    /// Scheduler decision counters, with the dispatches split by how far they moved the vCPU
+    /// (`LOCALITY_LEVELS`).
     fn sched_stats<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyDict>> {
         let s = borrow(slf)?.sim.sched_stats();
         let d = PyDict::new(slf.py());
         d.set_item("dispatches", s.dispatches)?;
         d.set_item("preemptions", s.preemptions)?;
         d.set_item("migrations", s.migrations)?;
+        d.set_item("core_migrations", s.core_migrations)?;
+        d.set_item("llc_migrations", s.llc_migrations)?;
+        d.set_item("node_migrations", s.node_migrations)?;
+        // dispatches by how far the vCPU moved (`SchedStats::locality`): the first three are
+        // local in ESX's sense (the same LLC)
+        for (name, n) in LOCALITY_LEVELS.iter().zip(s.locality()) {
+            d.set_item(*name, n)?;
+        }
         Ok(d)
     }
 

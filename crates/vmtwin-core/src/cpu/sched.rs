@@ -77,7 +77,9 @@
 //! time, less `1 - ht_used_charge` of the time beside a busy hyperthread sibling); `migrations`, `llc_migrations`,
 //! `node_migrations` (slices started on another pCPU, another LLC, another node); `home` (NUMA
 //! home node); `load_share`. Per scheduler: `dispatches`, `preemptions`, `migrations`,
-//! `llc_migrations`, `node_migrations`, `costops`, `vm_costops`, `costarts`, `numa_moves`.
+//! `core_migrations` (to the sibling hyperthread), `llc_migrations`, `node_migrations`,
+//! `costops`, `vm_costops`, `costarts`, `numa_moves`; `SchedStats::locality` splits the
+//! dispatches by level (same pCPU, same core, same LLC, same node, other node).
 //!
 //! # Known gaps
 //! - Scheduler cells, vSMP consolidation and inter-VM cache affinity, and their gaps:
@@ -364,6 +366,9 @@ pub struct SchedStats {
     pub preemptions: u64,
     /// slices started on a pCPU other than the vCPU's last one
     pub migrations: u64,
+    /// of those, onto the other hyperthread of the same core (0 without hyperthreading): the
+    /// one move that keeps the core's L1 and L2 (see [`SchedStats::locality`])
+    pub core_migrations: u64,
     /// of those, onto a pCPU under another LLC
     pub llc_migrations: u64,
     /// of those, onto a pCPU on another NUMA node
@@ -380,6 +385,26 @@ pub struct SchedStats {
     pub cell_moves: u64,
     /// wake-ups placed in their target LLC by vSMP consolidation or cache affinity (`cells.rs`)
     pub affinity_placements: u64,
+}
+
+impl SchedStats {
+    /// Dispatches by how far they moved the vCPU from its last pCPU, nearest first: on the same
+    /// pCPU, to its sibling hyperthread (same core), to another core of the same LLC, to another
+    /// LLC of the same NUMA node, to another node. They sum to `dispatches`. ESX's locality is
+    /// the LLC's: the pCPUs sharing the origin's LLC are its "local" processors and the others
+    /// "remote", and intra-LLC moves are "significantly cheaper" than inter-LLC ones
+    /// (research/cpu.md, glossary and A6.3, [S §3.3]); so the first three levels are the
+    /// local dispatches (`dispatches - llc_migrations`).
+    pub fn locality(&self) -> [u64; 5] {
+        let llc_local = self.migrations - self.llc_migrations;
+        [
+            self.dispatches - self.migrations,
+            self.core_migrations,
+            llc_local - self.core_migrations,
+            self.llc_migrations - self.node_migrations,
+            self.node_migrations,
+        ]
+    }
 }
 
 /// A moment written through `&self` (see `CpuSched::recheck`): a relaxed atomic, cloned by value.
@@ -1357,6 +1382,8 @@ impl CpuSched {
         vc.pcpu = p;
         if self.llc_of[from] != self.llc_of[p as usize] {
             self.count_far_move(v, from, p);
+        } else if self.ht.on && from ^ 1 == p as usize {
+            self.stats.core_migrations += 1;
         }
     }
 

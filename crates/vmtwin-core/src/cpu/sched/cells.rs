@@ -333,6 +333,7 @@ impl CpuSched {
         let from = self.vcpus[v as usize].pcpu as usize;
         let llc = u64::from(self.llc_of[from] != self.llc_of[p as usize]);
         let node = u64::from(self.node_of[from] != self.node_of[p as usize]);
+        self.stats.core_migrations += u64::from(self.ht.on && from ^ 1 == p as usize);
         let vc = &mut self.vcpus[v as usize];
         vc.pcpu = p;
         vc.migrations += 1;
