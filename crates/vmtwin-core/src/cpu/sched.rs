@@ -92,7 +92,10 @@
 //! - Within an LLC moves are cheap (40 us), so on an overcommitted host most wake-ups that
 //!   preempt still move the waker to another core of its LLC.
 //! - On a host whose pCPUs are all busy most of the time (bench-cpu160, 1 min), most dispatches
-//!   change pCPU (69.5%; a quarter cross nodes): a vCPU waking after a halt finds its last pCPU
+//!   change pCPU (69.5%; a quarter cross nodes), though 74.4% stay in their LLC, which is what
+//!   ESX calls local (`SchedStats::locality`; the cross-node quarter is half vCPUs pulled off
+//!   their home node by a freed pCPU and half coming back; only `numa_confine` removes it, at
+//!   the price of idle pCPUs, docs/cpu-scheduler.md): a vCPU waking after a halt finds its last pCPU
 //!   running another (then it preempts there, and the preempted vCPU moves, or it moves), and a
 //!   vCPU waiting for a pCPU is usually pulled by another pCPU well before its own frees; only
 //!   3% of dispatches take the pCPU's own queue. The wait rule (`migrate_wait_factor` 1) keeps
