@@ -162,7 +162,7 @@ _ENGINE_TABLE_COLUMNS: dict[str, list[str]] = {
     "pcpu": ["time_s", "pcpu", "%PCPU_UTIL", "%PCPU_USED"],
     # memory (docs/reference/counters.md): sizes in MB, rates in MB/s, as esxtop shows them
     "mem": [
-        "time_s", "vm", "vm_id", "MEMSZ", "GRANT", "CNSM", "SZTGT", "TCHD", "TCHD_W", "%ACTVS", "%ACTVF",
+        "time_s", "vm", "vm_id", "MEMSZ", "GRANT", "MAPPED", "CNSM", "SZTGT", "TCHD", "TCHD_W", "%ACTVS", "%ACTVF",
         "MCTLSZ", "MCTLTGT",
         "SWCUR", "SWTGT", "SWR/s", "SWW/s", "ZIP/s", "UNZIP/s", "ZIP", "CACHEUSD", "SHRD", "ZERO", "SHRDSVD",
         "%SWPWT", "COWH/s", "MEMCPU_ms",

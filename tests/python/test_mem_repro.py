@@ -179,7 +179,7 @@ def test_targets_divide_exactly_the_memory_for_vms_once_overcommitted(realloc):
     # the oracle: host - the 2002 policy's 6% free target - the VMs' 32 MB overheads (ESX's own
     # memory is 0 here); the targets fill it whenever the VMs have mapped more than that
     capacity = 0.94 * 1090 - 32 * len(rm.REALLOC_VMS)
-    per_t = mem.groupby("time_s").agg(target=("SZTGT", "sum"), mapped=("GRANT", "sum"))
+    per_t = mem.groupby("time_s").agg(target=("SZTGT", "sum"), mapped=("MAPPED", "sum"))
     # from the first policy tick after the last power-on (a VM's target starts at its size)
     last_on = rm.REALLOC_BOOT_STAGGER_S * (len(rm.REALLOC_VMS) - 1)
     full = per_t[(per_t.index > last_on + 2) & (per_t["mapped"] > capacity + 1)]

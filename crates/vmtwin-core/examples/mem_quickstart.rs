@@ -83,7 +83,7 @@ fn main() {
         let s = host.vm_stats(vm);
         println!(
             "linux{vm:<3} {:>7.0} {:>7.0} {:>8.0} {:>6.0} {:>6.0} {:>6.0} {:>6.0} {:>7.0} {:>6.0} {:>6.0} {:>8.0}",
-            mb(s.memsz as f64), mb(s.mapped as f64), mb(s.consumed), mb(s.active), mb(s.target), mb(s.mctlsz as f64),
+            mb(s.memsz as f64), mb(s.granted as f64), mb(s.consumed), mb(s.active), mb(s.target), mb(s.mctlsz as f64),
             mb(s.swcur as f64), mb(s.zipped as f64), mb(s.shrd as f64), mb(s.zero as f64), mb(s.shrdsvd)
         );
     }

@@ -99,7 +99,7 @@ def micro() -> list[Row]:
     for exp, gb in (("a", 12), ("c", 15)):
         mem = run_micro(gb)
         last = mem[mem["time_s"] == mem["time_s"].max()]
-        mapped_gb = float(last["GRANT"].mean()) * SCALE / 1024
+        mapped_gb = float(last["MAPPED"].mean()) * SCALE / 1024
         rows.append(Row("mem-microbench", f"{exp}: mapped per VM at the end (GB, x{SCALE})", gb + 1.0, mapped_gb, 0.5,
                         x=gb, series="mapped", source="derived",
                         note=f"[S2 §4.1]: the {gb} GB the program allocates plus about 1 GB of booted RHEL6"))

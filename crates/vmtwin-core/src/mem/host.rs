@@ -36,7 +36,8 @@
 //! Every field of `MemParams`; per VM the fields of [`VmMemSpec`].
 //!
 //! # Counters
-//! Per VM ([`VmMemStats`]): MEMSZ, GRANT (mapped), consumed, TCHD (active), working set, SZTGT,
+//! Per VM ([`VmMemStats`]): MEMSZ, GRANT (backed now: regular + shared), mapped (ever touched,
+//! [S2 §3.2]), consumed, TCHD (active), working set, SZTGT,
 //! MCTLSZ, MCTLTGT, SWCUR, SWTGT, SWR/SWW pages, ZIP/UNZIP pages, CACHEUSD, SHRD, ZERO, SHRDSVD,
 //! swap wait (%SWPWT's numerator), CPU charged for scans and compression. Host: state, free pages.
 //!
@@ -241,8 +242,16 @@ pub struct VmMemCounters {
 pub struct VmMemStats {
     /// MEMSZ: configured pages
     pub memsz: u64,
-    /// GRANT: mapped pages (ever touched)
+    /// mapped pages in [S2 §3.2]'s sense: ever touched, "considered as mapped through the lifetime
+    /// of the VM" (a ballooned, swapped or compressed page stays mapped); caps SZTGT. No esxtop column.
     pub mapped: u64,
+    /// GRANT (esxtop) / granted (vCenter): guest pages backed by a machine page now, private or
+    /// shared (Regular + Shared). A ballooned, swapped, compressed or deflated page is not backed, so
+    /// not granted (vSphere Resource Management, "Measuring and Differentiating Types of Memory
+    /// Usage": guest memory is not mapped to machine memory "when the VMkernel swaps out or balloons
+    /// guest physical memory"; [S2 §3.4]: any access to a compressed page faults). Hence
+    /// consumed = granted - SHRDSVD + CACHEUSD exactly.
+    pub granted: u64,
     /// consumed pages, a shared page counting 1/n
     pub consumed: f64,
     /// TCHD: active pages, sampled estimate
@@ -1232,6 +1241,7 @@ impl MemHost {
             guest_swapped: v.guest.as_ref().map_or(0, |g| g.swapped_pages()),
             memsz: u64::from(pm.pages()),
             mapped: self.mapped(vm),
+            granted: pm.count(PageState::Regular) + shrd,
             consumed: pm.count(PageState::Regular) as f64 + shared_share + v.cache_quarters as f64 / 4.0,
             active: v.est.fraction(self.params.ewma_fast_gain) * f64::from(pm.pages()),
             active_slow: v.est.slow * f64::from(pm.pages()),

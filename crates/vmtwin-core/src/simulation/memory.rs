@@ -27,8 +27,8 @@
 //! [`FixedLatencySwapStandIn`] (fixed latencies from the spec, no queueing).
 //!
 //! # Counters
-//! `mem` (one row per powered-on VM per sample, MB as esxtop shows them): MEMSZ, GRANT, CNSM,
-//! SZTGT, TCHD, TCHD_W (working set), MCTLSZ, MCTLTGT, SWCUR, SWTGT, SWR/s, SWW/s, ZIP/s,
+//! `mem` (one row per powered-on VM per sample, MB as esxtop shows them): MEMSZ, GRANT (backed by
+//! machine memory now), MAPPED ([S2 §3.2]'s ever-touched pages, no esxtop column), CNSM, SZTGT, TCHD, TCHD_W (working set), MCTLSZ, MCTLTGT, SWCUR, SWTGT, SWR/s, SWW/s, ZIP/s,
 //! UNZIP/s, ZIP (compressed MB), CACHEUSD, SHRD, ZERO, SHRDSVD, %SWPWT, COWH/s (copy-on-write
 //! breaks), MEMCPU_ms (CPU charged for scans and compression in the interval); `mem_host`:
 //! PMEM, FREE, the state (0 high, 1 soft, 2 hard, 3 low); `mem_guest` (VMs with a guest OS
@@ -156,6 +156,7 @@ fn vm_schema() -> Table {
         ("vm_id", Value::U32(0)),
         ("MEMSZ", f),
         ("GRANT", f),
+        ("MAPPED", f),
         ("CNSM", f),
         ("SZTGT", f),
         ("TCHD", f),
@@ -690,7 +691,8 @@ impl Simulation {
                 ("time_s", Value::F64(t)),
                 ("vm_id", Value::U32(vm as u32)),
                 ("MEMSZ", Value::F64(mb(s.memsz as f64))),
-                ("GRANT", Value::F64(mb(s.mapped as f64))),
+                ("GRANT", Value::F64(mb(s.granted as f64))),
+                ("MAPPED", Value::F64(mb(s.mapped as f64))),
                 ("CNSM", Value::F64(mb(s.consumed))),
                 ("SZTGT", Value::F64(mb(s.target))),
                 ("TCHD", Value::F64(mb(s.active))),
