@@ -182,3 +182,34 @@ def test_page_cache_misses_are_reads_of_the_vms_disk_with_storage():
     assert disk["MBWRTN/s"].sum() == 0
     steady = app[app["time_s"] > 5]
     assert (steady["LAT_MS"] > 5 + 4 * 0.9 * 2).all()  # four misses of at least 2 ms each on a 7,200 rpm disk
+
+
+def test_vdi_working_set_is_the_printed_balloon_worked_by_hand():
+    """B.12's working set from "about 3GB ballooned" at 32 GB (docs/memory-apps.md), by hand, full
+    size in MB: minFree of the 72 GB host = 4,096 x 6% + 8,192 x 4% + 16,384 x 2% + 45,056 x 1% =
+    1,351.68; the VMs' share of 32 GB = 32,768 - 512 (ESX) - 16 x 32 (15 desktops and the hog) -
+    1,351.68 = 30,392.32; used memory per desktop = (30,392.32 + 3,072) / 15 = 2,230.95; less the
+    kernel, 256 + 48 B x 1,048,576 pages = 304: 1,926.95 MB."""
+    from vmtwin.reproduce import mem_apps as m
+
+    assert m.min_free_gb(72) * 1024 == pytest.approx(1351.68)
+    assert m.vms_capacity_gb(32, 15) * 1024 == pytest.approx(30392.32)
+    assert m.VDI_WORKING_SET_GB * 1024 == pytest.approx(1926.95, abs=0.01)
+
+
+def test_vdi_32gb_consumes_what_the_derivation_leaves_and_balloons_past_the_free_pages():
+    """The derivation's premise against the engine: at 32 GB the desktops consume the 29.68 GB
+    worked out above (within the scaled overheads' rounding, 0.1 GB), and the balloon takes all the
+    guests' free (zeroed) pages before it reaches used memory."""
+    from vmtwin.reproduce import mem_apps as m
+
+    t = run_tables_of(m.vdi_scenario(32))
+    mem, guest = m._window(t["mem"]), m._window(t["mem_guest"])
+    vdi = mem[mem["vm"].str.startswith("vdi")]
+    cnsm_gb = vdi.groupby("time_s")["CNSM"].sum() * m.SCALE / 1024
+    assert (cnsm_gb - m.vms_capacity_gb(32, m.VDI_VMS)).abs().max() < 0.1
+    g = guest[guest["vm"].str.startswith("vdi")]
+    assert (g["FREE"] == 0).all() and (g["BLN_ANON"] > 0).all()
+    # a desktop's free pages at boot: 4 GB less its kernel, all ballooned
+    free_gb = (g.groupby("time_s")["BLN_FREE"].sum() * m.SCALE / 1024).iloc[-1]
+    assert free_gb == pytest.approx(m.VDI_VMS * (m.VDI_VM_GB - m.win_kernel_gb(m.VDI_VM_GB) - m.VDI_WORKING_SET_GB), abs=0.05)
