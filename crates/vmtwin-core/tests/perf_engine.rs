@@ -121,6 +121,71 @@ fn a_co_runner_on_the_llc_costs_what_the_capacity_model_says() {
     assert!((got - expect).abs() < 2e-3, "{got} vs {expect}");
 }
 
+/// `profile(ws)` without LLC misses: its working set fits the LLC and none of its references
+/// miss there, so it inserts no LLC lines, only L2 lines (its 8 LLC references per 1000
+/// instructions).
+fn l2_only(ws: u64) -> PerfProfile {
+    let mut p = profile(ws);
+    p.user.llc_base_miss_ratio = 0.0;
+    p
+}
+
+fn sum(sim: &Simulation, name: &str) -> f64 {
+    col(sim.table("vcpu_perf").unwrap(), name).iter().sum()
+}
+
+#[test]
+fn a_vcpu_alone_on_its_pcpu_resumes_on_a_warm_cache() {
+    // one busy VM on one pCPU: every slice starts where the last ended with nothing between
+    let sim = run(with_perf(spec(1, 10 * S, vec![vm("a", 1, 1000, 0, None, busy())]), 1 << 20));
+    assert_eq!(sum(&sim, "refill_cycles"), 0.0);
+    let w = sim.sched().warmth().expect("counted with the model on");
+    assert!(w.resumes[0] > 100, "{}", w.resumes[0]);
+    assert_eq!((w.evicted_l2_lines[0], w.evicted_llc_lines[0]), (0.0, 0.0));
+}
+
+#[test]
+fn vcpus_taking_turns_on_a_pcpu_refill_the_l2_the_other_evicted() {
+    // two busy VMs on one pCPU, no LLC insertions (`l2_only`): each turn of one inserts about
+    // 8 lines per 1000 instructions (~16 M lines/s at 2 GHz), so a turn of a millisecond or more
+    // evicts the other's 256 KiB L2 footprint (4096 lines) all but entirely (exp(-n/4096) with
+    // n >= 16_000), and its return costs 4096 x 10 ns = 40.96 us. The LLC loses nothing.
+    let mut s = spec(1, 10 * S, vec![vm("a", 1, 1000, 0, None, busy()), vm("b", 1, 1000, 0, None, busy())]);
+    let mut p = PerfSpec::default();
+    for v in &s.vms {
+        p.vms.insert(v.name.clone(), l2_only(1 << 20));
+    }
+    s.perf = Some(p);
+    // step the run and count, independently of the model, the returns: starts of a vCPU that
+    // ran before, after the other ran on the pCPU (and the shortest turn between)
+    let mut sim = Simulation::new(s.clone()).unwrap();
+    let (mut last, mut started, mut returns, mut since, mut shortest) = (u32::MAX, [false; 2], 0u64, 0u64, u64::MAX);
+    while sim.next_event_time().is_some_and(|t| t < 10 * S) {
+        sim.step();
+        let cur = sim.sched().running_on(0);
+        if cur != u32::MAX && cur != last {
+            if last != u32::MAX {
+                shortest = shortest.min(sim.now() - since);
+            }
+            returns += started[cur as usize] as u64;
+            started[cur as usize] = true;
+            (last, since) = (cur, sim.now());
+        }
+    }
+    sim.run().unwrap();
+    assert!(returns > 100 && shortest >= 1_000_000, "{returns} returns, shortest turn {shortest} ns");
+    let w = sim.sched().warmth().unwrap();
+    assert_eq!(w.evicted_llc_lines, vec![0.0, 0.0]);
+    let per_return = 4096.0 * 10.0 * CORE_MHZ as f64 / 1000.0;
+    let paid = sum(&sim, "refill_cycles");
+    assert!((paid - returns as f64 * per_return).abs() < 1e-6 * paid, "{paid} cycles for {returns} returns");
+    // the switch off: the model as before, no return costs anything
+    s.perf.as_mut().unwrap().params.resume_refill = false;
+    let off = run(s);
+    assert!(off.sched().warmth().is_none());
+    assert_eq!(sum(&off, "refill_cycles"), 0.0);
+}
+
 #[test]
 fn profiles_are_checked_naming_the_vm() {
     let mut s = with_perf(spec(2, S, vec![vm("a", 1, 1000, 0, None, busy()), vm("b", 1, 1000, 0, None, busy())]), 1);

@@ -74,13 +74,13 @@ proptest! {
     fn every_run_cycle_is_accounted_for(
         run_ns in 0u64..5_000_000_000, moves in 0u32..40, cross in 0u32..5, node in 0u32..3,
         sibling in 0.0f64..=1.0, remote in 0.0f64..=1.0, corunners in 0.0f64..8.0, debt in 0.0f64..1e8,
-        virtualized: bool, ws_mb in 1u64..64, lock in 0.0f64..2.0,
+        virtualized: bool, ws_mb in 1u64..64, lock in 0.0f64..2.0, resumed in 0.0f64..1e6,
     ) {
         let p = profile(virtualized, ws_mb << 20);
         // the cell lock's wait, from none to more than the run time (it is capped by it)
         let f = VcpuFacts { run_ns, moves_core: moves as f64, moves_llc: cross as f64, moves_node: node as f64,
                             ht_busy_ns: sibling * run_ns as f64, remote_fraction: remote, llc_corunners: corunners,
-                            lock_wait_ns: lock * run_ns as f64 };
+                            lock_wait_ns: lock * run_ns as f64, resume_l2_lines: resumed / 8.0, resume_llc_lines: resumed };
         let e = execute(&p, &PerfParams::default(), MHZ, &f, debt);
         let cycles = MHZ * run_ns as f64 / 1000.0;
         prop_assert!(close(e.total(|l| l.cycles), cycles), "{} vs {}", e.total(|l| l.cycles), cycles);
@@ -132,6 +132,26 @@ fn a_move_to_another_llc_refills_the_working_set_from_memory() {
     let e = execute(&p, &params, MHZ, &short, 0.0);
     assert_eq!(e.work_units, 0.0);
     assert!(close(e.debt_cycles, (private_ns + mem_ns - 100_000.0) * MHZ / 1000.0));
+}
+
+#[test]
+fn a_return_refills_the_lines_other_work_evicted_at_the_move_costs() {
+    // 1000 L2 lines lost while away (refilled from the LLC at 10 ns each) and 2000 LLC lines
+    // (refetched from local memory at 10 bytes/ns: 64 B / 10 = 6.4 ns each):
+    // 1000 x 10 + 2000 x 6.4 = 22_800 ns, and the 2000 lines are LLC misses
+    let p = profile(true, 1 << 20);
+    let params = PerfParams::default();
+    let f = VcpuFacts { run_ns: 1_000_000_000, resume_l2_lines: 1000.0, resume_llc_lines: 2000.0, ..Default::default() };
+    let e = execute(&p, &params, MHZ, &f, 0.0);
+    assert!(close(e.refill_cycles, 22_800.0 * MHZ / 1000.0), "{}", e.refill_cycles);
+    let steady = execute(&p, &params, MHZ, &VcpuFacts { resume_l2_lines: 0.0, resume_llc_lines: 0.0, ..f }, 0.0);
+    let extra = e.total(|l| l.llc_misses) - steady.total(|l| l.llc_misses) * e.work_units / steady.work_units;
+    assert!(close(extra, 2000.0), "{extra}");
+    // with all of its memory remote the memory part is 1.5x slower
+    let remote = execute(&p, &params, MHZ, &VcpuFacts { remote_fraction: 1.0, ..f }, 0.0);
+    assert!(close(remote.refill_cycles, (10_000.0 + 1.5 * 12_800.0) * MHZ / 1000.0));
+    // nothing evicted, nothing paid
+    assert_eq!(steady.refill_cycles, 0.0);
 }
 
 #[test]

@@ -123,6 +123,9 @@ class PerfMachine(_Model):
     ht_core_gain: Optional[Prob] = Field(None, description="Extra core throughput with both hyperthreads busy.")
     sched_lock_hold: Optional[Nanos] = Field(None, description="Time a scheduler invocation holds its lock (the "
                                              "ESX 3.x cell lock), e.g. '3800ns'; '0ns' turns the cost off.")
+    resume_refill: Optional[Annotated[bool, Strict()]] = Field(
+        None, description="Charge a vCPU returning to its core or LLC for the footprint other work evicted meanwhile "
+                          "(docs/execution-speed.md); false: only a move costs a refill.")
 
     def to_engine(self) -> dict[str, Any]:
         names = {"llc": "llc_bytes", "l2": "l2_bytes", "line": "line_bytes", "llc_refill_line": "llc_refill_line_ns",

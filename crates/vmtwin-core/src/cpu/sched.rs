@@ -116,6 +116,7 @@
 mod cells;
 mod ht;
 
+use super::cache::CacheWarmth;
 use super::cells::Cells;
 use super::clock::FairClock;
 use super::cosched::{bits, gang_needs, next_laggard_in, CoschedMode, Lead, Siblings, SKEW_TICK_NS};
@@ -509,6 +510,9 @@ pub struct CpuSched {
     ht: ht::Ht,
     /// scheduler cells and LLC preferences (`cells.rs`), set by `apply_placement`
     cells: Cells,
+    /// cache warmth across returns (`cpu/cache.rs`), counted only while the execution-speed
+    /// model runs with `resume_refill`
+    warmth: Option<Box<CacheWarmth>>,
 }
 
 impl CpuSched {
@@ -628,6 +632,7 @@ impl CpuSched {
             fair_pair: None,
             ht: ht::Ht::new(ht_on, n, crate::hw::thread_speed(params.ht_core_gain), params.ht_used_charge, vcpus_per_vm),
             cells: Cells::default(),
+            warmth: None,
             params,
         }
     }
@@ -643,6 +648,17 @@ impl CpuSched {
     #[inline]
     fn cosched_slot(&self, vm: u32) -> u32 {
         self.pcpus.len() as u32 + vm
+    }
+
+    /// Count cache warmth across returns from now on (`cpu/cache.rs`): the execution-speed
+    /// model sets it up before any VM is powered on.
+    pub fn set_warmth(&mut self, w: CacheWarmth) {
+        self.warmth = Some(Box::new(w));
+    }
+
+    /// The cache warmth counts, when they are kept.
+    pub fn warmth(&self) -> Option<&CacheWarmth> {
+        self.warmth.as_deref()
     }
 
     /// Number of pCPUs.
@@ -1339,6 +1355,9 @@ impl CpuSched {
             self.idle_bits[p as usize / 64] &= !(1 << (p % 64));
         }
         self.set_state(v, now, VcpuState::Run);
+        if let Some(w) = self.warmth.as_deref_mut() {
+            w.start(p, v, now);
+        }
         let vc = &mut self.vcpus[v as usize];
         if vc.pcpu != p {
             self.stats.migrations += 1;
@@ -1461,6 +1480,9 @@ impl CpuSched {
         let mark = pc.key_mark;
         pc.running = NONE;
         pc.busy_ns += ran;
+        if let Some(w) = self.warmth.as_deref_mut() {
+            w.stop(p, v, now);
+        }
         self.clock.charge(mark, now);
         let vc = &mut self.vcpus[v as usize];
         vc.key += ns_f(now - mark) * vc.inv_weight;

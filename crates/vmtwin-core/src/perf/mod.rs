@@ -40,6 +40,6 @@ mod model;
 mod params;
 mod walk;
 
-pub use model::{execute, refill, remote_fraction, slowdown, Executed, LayerCounts, PerfModel, VcpuFacts, LAYERS};
+pub use model::{execute, insert_rates, refill, remote_fraction, slowdown, Executed, LayerCounts, PerfModel, VcpuFacts, LAYERS};
 pub use params::{LayerProfile, PerfParams, PerfProfile, PerfSpec};
 pub use walk::{nested_references, WalkParams, LEVELS_2M, LEVELS_4K};

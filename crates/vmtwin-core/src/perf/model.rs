@@ -78,7 +78,7 @@
 //! - No PMU model: no multiplexing, no counter width, no vPMC save/restore.
 
 use super::params::{LayerProfile, PerfParams, PerfProfile};
-use crate::cpu::CpuSched;
+use crate::cpu::{CacheWarmth, CpuSched, WarmthProfile};
 use crate::hw::Topology;
 use crate::metrics::{Cells, Table, Value};
 use crate::sim::{Time, NS_PER_S};
@@ -105,6 +105,12 @@ pub struct VcpuFacts {
     pub llc_corunners: f64,
     /// ns its scheduler invocations waited for their lock (the cell lock)
     pub lock_wait_ns: f64,
+    /// L2 lines other work evicted while it was away from its core, refilled on its returns
+    /// (`cpu/cache.rs`)
+    pub resume_l2_lines: f64,
+    /// LLC lines other work evicted while it was away from its LLC, refilled from memory on its
+    /// returns (`cpu/cache.rs`)
+    pub resume_llc_lines: f64,
 }
 
 /// One layer's counts over an interval.
@@ -199,16 +205,39 @@ fn memory_nodes(sched: &CpuSched, first: usize, out: &mut Vec<u32>) {
     }
 }
 
-/// Cycles to refill the caches after the interval's moves, and the LLC misses that refill takes.
+/// Cycles to refill the caches after the interval's moves and returns, and the LLC misses that
+/// refill takes. A return refills the lines other work evicted (`cpu/cache.rs`) at the same
+/// costs as a move: an L2 line from the LLC at `llc_refill_line_ns`, an LLC line from memory at
+/// `mem_refill_bytes_per_ns` (the vCPU's memory being where it is, local or remote, as for the
+/// run: `remote_fraction`).
 pub fn refill(params: &PerfParams, ws_bytes: u64, mhz: f64, f: &VcpuFacts) -> (f64, f64) {
-    let private = ws_bytes.min(params.l2_bytes) as f64 / params.line_bytes as f64 * params.llc_refill_line_ns;
+    let line = params.line_bytes as f64;
+    let private = ws_bytes.min(params.l2_bytes) as f64 / line * params.llc_refill_line_ns;
     let cached = ws_bytes.min(params.llc_bytes) as f64;
     let from_mem = cached / params.mem_refill_bytes_per_ns;
-    let ns = (f.moves_core + f.moves_llc + f.moves_node) * private
+    let mut ns = (f.moves_core + f.moves_llc + f.moves_node) * private
         + f.moves_llc * from_mem
         + f.moves_node * from_mem * params.remote_latency_ratio;
-    let misses = (f.moves_llc + f.moves_node) * cached / params.line_bytes as f64;
+    let mut misses = (f.moves_llc + f.moves_node) * cached / line;
+    if f.resume_l2_lines > 0.0 || f.resume_llc_lines > 0.0 {
+        let remote = 1.0 + f.remote_fraction.clamp(0.0, 1.0) * (params.remote_latency_ratio - 1.0);
+        ns += f.resume_l2_lines * params.llc_refill_line_ns + f.resume_llc_lines * line / params.mem_refill_bytes_per_ns * remote;
+        misses += f.resume_llc_lines;
+    }
     (ns * mhz / 1000.0, misses)
+}
+
+/// Lines a vCPU of `profile` inserts per ns of run into its core's L2 (its LLC references) and
+/// into its LLC (its LLC misses) with `corunners` others on the LLC, on a warm cache: what its
+/// work evicts from the others' footprints (`cpu/cache.rs`).
+pub fn insert_rates(profile: &PerfProfile, params: &PerfParams, mhz: f64, corunners: f64) -> (f64, f64) {
+    const RUN_NS: u64 = 1_000_000;
+    let f = VcpuFacts { run_ns: RUN_NS, llc_corunners: corunners, ..Default::default() };
+    let e = execute(profile, params, mhz, &f, 0.0);
+    let layers = [&profile.user, &profile.kernel, &profile.hyp];
+    let refs: f64 = e.layers.iter().zip(layers).map(|(c, p)| c.instructions * p.llc_refs_per_kinstr / 1000.0).sum();
+    let misses = e.total(|l| l.llc_misses);
+    (refs / RUN_NS as f64, misses / RUN_NS as f64)
 }
 
 /// One vCPU's interval: the model above, with `debt_cycles` of refill still owed from before.
@@ -282,6 +311,8 @@ pub struct PerfModel {
     /// per pCPU: its LLC, its NUMA node and its hyperthread sibling (or itself)
     llc_of: Vec<u32>,
     node_of: Vec<u32>,
+    /// per pCPU: its core, numbered densely from 0 (the L2 `cpu/cache.rs` counts for)
+    core_of: Vec<u32>,
     nodes: usize,
     sibling: Vec<u32>,
     /// per LLC: its pCPUs
@@ -291,6 +322,8 @@ pub struct PerfModel {
     prev_ht: Vec<u64>,
     /// per vCPU: its cumulative moves (all, across LLCs, across nodes) at the previous sample
     prev_moves: Vec<[u64; 3]>,
+    /// per vCPU: its cumulative L2 and LLC lines refilled on returns at the previous sample
+    prev_resume: Vec<[f64; 2]>,
     prev_busy: Vec<u64>,
     /// per pCPU: slices started on it at the previous sample
     prev_disp: Vec<u64>,
@@ -373,7 +406,12 @@ impl PerfModel {
             .collect();
         let mut schema = Vec::new();
         perf_row(&mut schema, 0.0, 0, 0, &VcpuFacts::default(), &Executed::default());
+        let mut core_of = vec![0u32; n];
+        for i in 0..n {
+            core_of[i] = (0..i).find(|&j| seen[j].core == seen[i].core).map_or_else(|| core_of[..i].iter().map(|&c| c + 1).max().unwrap_or(0), |j| core_of[j]);
+        }
         PerfModel {
+            core_of,
             params,
             profiles,
             mhz: topo.core_mhz as f64,
@@ -385,6 +423,7 @@ impl PerfModel {
             prev_run: vec![0; vcpus],
             prev_ht: vec![0; vcpus],
             prev_moves: vec![[0; 3]; vcpus],
+            prev_resume: vec![[0.0; 2]; vcpus],
             prev_busy: vec![0; n],
             prev_disp: vec![0; n],
             debt: vec![0.0; vcpus],
@@ -416,13 +455,22 @@ impl PerfModel {
             moves_node: (node - p_node) as f64,
             ..Default::default()
         };
+        if let Some(w) = sched.warmth() {
+            facts.resume_l2_lines = w.evicted_l2_lines[v] - self.prev_resume[v][0];
+            facts.resume_llc_lines = w.evicted_llc_lines[v] - self.prev_resume[v][1];
+        }
         // a vCPU not yet placed on a pCPU is judged on its own home node
         let node = if p < self.node_of.len() { self.node_of[p] } else { vc.home };
         facts.remote_fraction = remote_fraction(node, &self.mem_nodes, self.nodes);
         if p < self.llc_of.len() {
             let llc = self.llc_of[p] as usize;
             let llc_busy: u64 = self.llc_pcpus[llc].iter().map(|&q| self.busy[q as usize]).sum();
-            facts.llc_corunners = (llc_busy.saturating_sub(run_ns)) as f64 / span;
+            // with returns charged (`resume_refill`), the vCPUs that took turns with it on its own
+            // pCPU are not co-runners: they never ran beside it, and what they evicted is charged
+            // on its returns (`cpu/cache.rs`); counting them too would charge time-sharing twice.
+            // Without it, every other busy ns of the LLC counts, as before
+            let own = if self.params.resume_refill { self.busy[p].max(run_ns) } else { run_ns };
+            facts.llc_corunners = (llc_busy.saturating_sub(own)) as f64 / span;
             let s = self.sibling[p] as usize;
             if sched.hyperthreading() {
                 // the scheduler keeps each vCPU's run time beside a busy sibling exactly
@@ -479,6 +527,9 @@ impl PerfModel {
             self.prev_run[v] = vc.time_ns[RUN];
             self.prev_ht[v] = sched.ht_ns(v as u32);
             self.prev_moves[v] = [vc.migrations, vc.llc_migrations, vc.node_migrations];
+            if let Some(w) = sched.warmth() {
+                self.prev_resume[v] = [w.evicted_l2_lines[v], w.evicted_llc_lines[v]];
+            }
             let Some(profile) = self.profiles.get(vm as usize).and_then(|p| p.as_ref()) else { continue };
             if !powered_on(vm) {
                 continue;
@@ -491,6 +542,29 @@ impl PerfModel {
             perf_row(&mut self.table.row(), t, vm, idx, &facts, &e);
         }
         self.last = now;
+    }
+
+    /// The scheduler's cache-warmth counting for this model (`cpu/cache.rs`), for vCPUs of the
+    /// VMs `vm_of` gives, or `None` when `resume_refill` is off. Each profiled VM's insertion
+    /// rates are its profile's on a warm cache, by the number of LLC co-runners.
+    pub fn warmth(&self, vm_of: Vec<u32>) -> Option<CacheWarmth> {
+        if !self.params.resume_refill {
+            return None;
+        }
+        let per_llc = self.llc_pcpus.iter().map(Vec::len).max().unwrap_or(1);
+        let profiles = self
+            .profiles
+            .iter()
+            .map(|p| {
+                p.as_ref().map(|p| WarmthProfile {
+                    ws_bytes: p.working_set_bytes,
+                    l2_lines_per_ns: insert_rates(p, &self.params, self.mhz, 0.0).0,
+                    llc_lines_per_ns: (0..per_llc).map(|k| insert_rates(p, &self.params, self.mhz, k as f64).1).collect(),
+                })
+            })
+            .collect();
+        let caches = (self.params.l2_bytes, self.params.llc_bytes, self.params.line_bytes);
+        Some(CacheWarmth::new(self.core_of.clone(), self.llc_of.clone(), caches, profiles, vm_of))
     }
 
     /// Work out vCPU `v`'s [`Self::slowdown`] at every sample (it is read back).

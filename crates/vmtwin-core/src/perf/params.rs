@@ -56,6 +56,11 @@ pub struct PerfParams {
     /// "Quantifying the cost of context switch", ExpCS 2007, as recalled, not re-read; an upper
     /// bound for the part of an invocation that holds the lock; the paper gives no figure).
     pub sched_lock_hold_ns: f64,
+    /// Charge a vCPU that returns to the core or LLC it last ran on for the part of its footprint
+    /// other work evicted meanwhile (`cpu/cache.rs`: exponential decay with the lines inserted,
+    /// the cache's size in lines as the scale), dimensionless switch. Default true (the
+    /// mechanism; false gives the model before it, where only a move costs a refill).
+    pub resume_refill: bool,
 }
 
 impl Default for PerfParams {
@@ -70,6 +75,7 @@ impl Default for PerfParams {
             remote_latency_ratio: 1.5,
             ht_core_gain: 0.25,
             sched_lock_hold_ns: 3800.0,
+            resume_refill: true,
         }
     }
 }

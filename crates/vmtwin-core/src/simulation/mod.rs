@@ -198,6 +198,10 @@ impl Simulation {
         sim.build_storage()?;
         sim.build_memory()?;
         sim.perf = sim.build_perf()?;
+        // cache warmth across returns is counted by the scheduler for the model (`cpu/cache.rs`)
+        if let Some(w) = sim.perf.as_ref().and_then(|m| m.warmth(sim.sched.vcpus.iter().map(|v| v.vm).collect())) {
+            sim.sched.set_warmth(w);
+        }
         sim.barrier_table = sim.build_barriers()?;
         for vm in 0..sim.vms.len() {
             if vm % Self::ADMISSIONS_PER_CHECK == 0 && !keep_going() {
