@@ -55,6 +55,11 @@
 //!   its next slices by the model.
 //! - A running vCPU's insertion rate is fixed at its start (the co-runners it found then).
 //! - VMs without a profile insert nothing (their work evicts no one's lines).
+//! - A vCPU's first slice is neither charged (its cache counts as warm, as the model always
+//!   assumed) nor counted as inserting its footprint.
+//! - With `resume_refill` on, `perf/model.rs` no longer counts the vCPUs that took turns on a
+//!   vCPU's own pCPU as its LLC co-runners; the co-runner estimate is then exact only for a vCPU
+//!   that stayed on one pCPU over the sample interval.
 //! - Only the scheduler's own pCPUs are counted: with hyperthreading on the two threads of a core
 //!   share its L2 count; with it off the L2 is the pCPU's.
 

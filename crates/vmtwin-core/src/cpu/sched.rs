@@ -104,8 +104,8 @@
 //!   anywhere), at 13% more simulator instructions; hence off by default. A wake-up still takes an
 //!   idle pCPU anywhere at once (push migration does not wait), and the wait counts from entering
 //!   READY, not from the last run: a vCPU that halted long ago is as cold on its last pCPU as
-//!   elsewhere, which neither the scheduler nor the execution-speed model knows (a move is
-//!   charged a refill, a return after others ran on the pCPU is not).
+//!   elsewhere, which the scheduler does not know; the execution-speed model charges both (a
+//!   move a refill, a return the part of the footprint others evicted, `cpu/cache.rs`).
 //! - A VM's weight is split evenly over its vCPUs, whatever each vCPU demands.
 //! - The demand estimate (`update_demand`) cannot tell a backlogged vCPU from one whose
 //!   wake-ups collide often; near 100% load (a vCPU at 83% with 15% READY and 2% idle) it reads

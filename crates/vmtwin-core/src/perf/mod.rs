@@ -4,7 +4,8 @@
 //! run time does. A vCPU that ran `t` ns at `f` MHz spent `f t / 1000` cycles and retired
 //! `f t / 1000 / CPI` instructions, the CPI coming from what its workload does per unit of work
 //! (path length and base CPI per layer: guest user, guest kernel, hypervisor) plus named
-//! penalties that depend on where and beside whom it ran: cold caches after a move, LLC sharing
+//! penalties that depend on where and beside whom it ran: cold caches after a move or after a
+//! return to a cache others used meanwhile, LLC sharing
 //! with co-runners, remote NUMA memory, a busy hyperthread sibling and, under virtualization,
 //! two-dimensional page walks on TLB misses. The work done is what the workload reports as
 //! throughput (units per second: business operations for a SPECjbb-like profile, a compile's
@@ -33,6 +34,8 @@
 //! | `llc_miss_stall_cycles` | cycles | 100 | [X] ~80 ns DRAM at 2.6 GHz, half overlapped |
 //! | `remote_latency_ratio` | ratio | 1.5 | [X] two-socket NUMA factor; C18 |
 //! | `ht_core_gain` | fraction | 0.25 | [X] Intel's "up to 30%" |
+//! | `sched_lock_hold_ns` | ns | 3800 | [X] a whole context switch's direct cost (upper bound) |
+//! | `resume_refill` | switch | true | the mechanism of `cpu/cache.rs` (returns refill what others evicted); no constant of its own |
 //! | per layer `cpi_core`, `instructions_per_unit`, `walks_per_kinstr`, `llc_refs_per_kinstr`, `llc_base_miss_ratio` | per unit / per 1000 instructions | profile | presets: research/perf-methodology.md C.3-8 |
 //! | `walk.*` levels, hit probabilities, cycles per reference | levels, probability, cycles | 4/4, 0, 12.5/3.0 | A.8; Table 3 calibration |
 

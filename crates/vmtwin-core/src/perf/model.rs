@@ -18,7 +18,8 @@
 //!   miss_stall   = llc_miss_stall_cycles x (1 + r (remote_latency_ratio - 1))
 //! ```
 //!
-//! with `k` the co-runners sharing the vCPU's LLC (each taking an equal part of it), `ws` the
+//! with `k` the co-runners sharing the vCPU's LLC (each taking an equal part of it; with
+//! `resume_refill` not the vCPUs that take turns with it on its own pCPU, charged on returns), `ws` the
 //! working set and `r` the share of memory accesses that go to a remote NUMA node. A unit costs
 //! `sum_L I_L CPI_L` cycles, so the vCPU did `P / sum_L I_L CPI_L` units, retired `units x I_L`
 //! instructions in each layer and spent `C x I_L CPI_L / sum_L I_L CPI_L` cycles there (stall
@@ -32,6 +33,11 @@
 //!   to another LLC also refetches the working set that was cached (`min(ws, llc_bytes)`) from
 //!   memory at `mem_refill_bytes_per_ns`; a move to another node does that at remote speed
 //!   (`x remote_latency_ratio`). Refill cycles not paid within an interval carry over.
+//! - **Cold caches after a return** (`resume_refill`): a vCPU switched back onto the core or LLC
+//!   it last ran on refills the lines other work evicted meanwhile (`cpu/cache.rs`: its footprint
+//!   times `1 - exp(-n/C)`, `n` lines inserted since it left, `C` the cache in lines), at the
+//!   same costs: an L2 line from the LLC at `llc_refill_line_ns`, an LLC line from memory at
+//!   `mem_refill_bytes_per_ns` (slower by the NUMA factor for its remote share).
 //! - **LLC sharing** with co-runners: the capacity term of `miss_ratio` above.
 //! - **Remote NUMA memory**: the `r` term of `miss_stall`.
 //! - **A busy hyperthread sibling**: for the run time `h` with the sibling busy, the thread gets
@@ -74,7 +80,11 @@
 //!   hyperthread sibling is the scheduler's own count (`CpuSched::ht_ns`) when it runs on both
 //!   threads; otherwise (one vCPU per core) it is estimated the same way, and is 0.
 //! - Co-runners are assumed to have the same working set (equal LLC shares); memory bandwidth
-//!   contention is not modelled.
+//!   contention is not modelled. With `resume_refill` the co-runners are the other pCPUs' busy
+//!   time (exact when the vCPU stayed on one pCPU over the interval; a move within the LLC counts
+//!   its own run on the pCPU it left as a co-runner's).
+//! - Returns: the gaps of `cpu/cache.rs` (random replacement, full footprints at departure,
+//!   insertion rates fixed at a slice's start, unprofiled VMs insert nothing).
 //! - No PMU model: no multiplexing, no counter width, no vPMC save/restore.
 
 use super::params::{LayerProfile, PerfParams, PerfProfile};
