@@ -65,14 +65,26 @@
 
 use crate::sim::{ns_f, Time};
 
+/// Beyond this many cache sizes of insertions a footprint is taken as gone: `exp(-36)` is 2e-16,
+/// below an f64's resolution of the footprint (saves the `exp` on most returns under load).
+const GONE_AFTER_CACHES: f64 = 36.0;
+
 /// The share of a footprint left after `inserted` lines went into a cache of `cache_lines`
 /// lines under random replacement: `exp(-inserted / cache_lines)`.
 #[inline]
 pub fn surviving_share(inserted: f64, cache_lines: f64) -> f64 {
-    if inserted <= 0.0 {
+    surviving(inserted / cache_lines)
+}
+
+/// `exp(-x)`, 1 for `x <= 0`, 0 beyond [`GONE_AFTER_CACHES`].
+#[inline]
+fn surviving(x: f64) -> f64 {
+    if x <= 0.0 {
         1.0
+    } else if x >= GONE_AFTER_CACHES {
+        0.0
     } else {
-        (-inserted / cache_lines).exp()
+        (-x).exp()
     }
 }
 
@@ -95,166 +107,186 @@ pub struct WarmthProfile {
     pub llc_lines_per_ns: Vec<f64>,
 }
 
-/// One level's caches (the cores' L2s, or the LLCs): cumulative lines inserted, kept as a line
-/// in time (`lines` at `at`, growing at `rate`) so a start or stop settles it in O(1).
-#[derive(Debug, Clone, Default)]
-struct Level {
-    lines: Vec<f64>,
-    rate: Vec<f64>,
-    at: Vec<Time>,
-    running: Vec<u32>,
+/// One cache (a core's L2 or an LLC): cumulative lines inserted, kept as a line in time (`lines`
+/// at `at`, growing at `rate`) so that a start or stop settles it in O(1).
+#[derive(Debug, Clone, Copy, Default)]
+struct Cache {
+    lines: f64,
+    rate: f64,
+    at: Time,
+    running: u32,
 }
 
-impl Level {
-    fn new(n: usize) -> Self {
-        Level { lines: vec![0.0; n], rate: vec![0.0; n], at: vec![0; n], running: vec![0; n] }
-    }
-
+impl Cache {
     #[inline]
-    fn settle(&mut self, c: usize, now: Time) {
-        let at = self.at[c];
-        if now > at {
-            self.lines[c] += self.rate[c] * ns_f(now - at);
-            self.at[c] = now;
+    fn settle(&mut self, now: Time) {
+        if now > self.at {
+            self.lines += self.rate * ns_f(now - self.at);
+            self.at = now;
         }
     }
+}
+
+/// A vCPU's side: where it left, the caches' counts then, its footprints then, the rates it
+/// inserts at while it runs, and its VM's row of the tables.
+#[derive(Debug, Clone, Copy)]
+struct Vcpu {
+    /// its VM's index into the per-VM tables, `u32::MAX` without a profile
+    vm: u32,
+    /// the pCPU it last stopped on, `u32::MAX` before its first slice
+    left: u32,
+    mark: [f64; 2],
+    fp: [f64; 2],
+    rate: [f64; 2],
 }
 
 /// The counting: per cache, lines inserted; per vCPU, where and when it left and what it
 /// refilled on its returns. Built by the execution-speed model when `resume_refill` is on.
 #[derive(Debug, Clone)]
 pub struct CacheWarmth {
-    /// per pCPU: its core's L2 index and its LLC index
-    core_of: Vec<u32>,
-    llc_of: Vec<u32>,
-    l2_bytes: u64,
-    llc_bytes: u64,
-    line_bytes: u64,
-    /// per VM (None: no profile, inserts nothing and is charged nothing)
-    profiles: Vec<Option<WarmthProfile>>,
-    l2: Level,
-    llc: Level,
-    /// per vCPU: the pCPU it last stopped on (`u32::MAX` before its first slice), its footprints
-    /// then, the caches' counts then, and the rates it runs at now
-    left_pcpu: Vec<u32>,
-    left_fp: Vec<[f64; 2]>,
-    mark: Vec<[f64; 2]>,
-    rate: Vec<[f64; 2]>,
+    /// per pCPU: its core's L2 and its LLC, as indices into `caches` (the L2s first)
+    cache_of: Vec<[u32; 2]>,
+    caches: Vec<Cache>,
+    /// 1 / (cache size in lines), L2 and LLC
+    inv_lines: [f64; 2],
+    /// per VM with a profile, by the number `k` of others running on the cache (`k` up to
+    /// `per_core - 1` for an L2 and `per_llc - 1` for an LLC, the last entry serving for more):
+    /// footprints in lines, and insertion rates in lines per ns (an L2's rate does not depend on
+    /// `k`)
+    l2_fp: Vec<f64>,
+    llc_fp: Vec<f64>,
+    l2_rate: Vec<f64>,
+    llc_rate: Vec<f64>,
+    per_core: usize,
+    per_llc: usize,
+    vcpus: Vec<Vcpu>,
     /// per vCPU, cumulative: L2 lines refilled on returns
     pub evicted_l2_lines: Vec<f64>,
     /// per vCPU, cumulative: LLC lines refilled from memory on returns
     pub evicted_llc_lines: Vec<f64>,
-    /// per vCPU, cumulative: starts on the pCPU or LLC it last ran on
+    /// per vCPU, cumulative: starts on the core or LLC it last ran on
     pub resumes: Vec<u64>,
-    /// per vCPU: its VM
-    vm_of: Vec<u32>,
 }
 
 impl CacheWarmth {
-    /// Counting for pCPUs with these core and LLC indices, VMs with these profiles, and vCPUs of
-    /// these VMs (`vm_of`).
+    /// Counting for pCPUs with these core and LLC indices, caches of `(l2, llc, line)` bytes, VMs
+    /// with these profiles, and vCPUs of these VMs (`vm_of`).
     pub fn new(core_of: Vec<u32>, llc_of: Vec<u32>, caches: (u64, u64, u64), profiles: Vec<Option<WarmthProfile>>, vm_of: Vec<u32>) -> Self {
+        let (l2_bytes, llc_bytes, line) = (caches.0, caches.1, caches.2.max(1));
         let cores = core_of.iter().map(|&c| c as usize + 1).max().unwrap_or(0);
         let llcs = llc_of.iter().map(|&c| c as usize + 1).max().unwrap_or(0);
-        let n = vm_of.len();
-        CacheWarmth {
-            core_of,
-            llc_of,
-            l2_bytes: caches.0,
-            llc_bytes: caches.1,
-            line_bytes: caches.2.max(1),
-            profiles,
-            l2: Level::new(cores),
-            llc: Level::new(llcs),
-            left_pcpu: vec![u32::MAX; n],
-            left_fp: vec![[0.0; 2]; n],
-            mark: vec![[0.0; 2]; n],
-            rate: vec![[0.0; 2]; n],
-            evicted_l2_lines: vec![0.0; n],
-            evicted_llc_lines: vec![0.0; n],
-            resumes: vec![0; n],
-            vm_of,
+        let count = |of: &[u32], c: u32| of.iter().filter(|&&x| x == c).count();
+        let per_core = core_of.iter().map(|&c| count(&core_of, c)).max().unwrap_or(1).max(1);
+        let per_llc = llc_of.iter().map(|&c| count(&llc_of, c)).max().unwrap_or(1).max(1);
+        let cache_of = core_of.iter().zip(&llc_of).map(|(&c, &l)| [c, cores as u32 + l]).collect();
+        let mut w = CacheWarmth {
+            cache_of,
+            caches: vec![Cache::default(); cores + llcs],
+            inv_lines: [1.0 / (l2_bytes / line).max(1) as f64, 1.0 / (llc_bytes / line).max(1) as f64],
+            l2_fp: Vec::new(),
+            llc_fp: Vec::new(),
+            l2_rate: Vec::new(),
+            llc_rate: Vec::new(),
+            per_core,
+            per_llc,
+            vcpus: Vec::new(),
+            evicted_l2_lines: vec![0.0; vm_of.len()],
+            evicted_llc_lines: vec![0.0; vm_of.len()],
+            resumes: vec![0; vm_of.len()],
+        };
+        let mut row = vec![u32::MAX; profiles.len()];
+        for (vm, p) in profiles.iter().enumerate() {
+            let Some(p) = p else { continue };
+            row[vm] = w.l2_rate.len() as u32;
+            w.l2_rate.push(p.l2_lines_per_ns);
+            for k in 0..per_core {
+                w.l2_fp.push(footprint_lines(p.ws_bytes, l2_bytes, k as u32, line));
+            }
+            for k in 0..per_llc {
+                w.llc_fp.push(footprint_lines(p.ws_bytes, llc_bytes, k as u32, line));
+                let last = p.llc_lines_per_ns.len().saturating_sub(1);
+                w.llc_rate.push(p.llc_lines_per_ns.get(k.min(last)).copied().unwrap_or(0.0));
+            }
         }
+        w.vcpus = vm_of.iter().map(|&vm| Vcpu { vm: row[vm as usize], left: u32::MAX, mark: [0.0; 2], fp: [0.0; 2], rate: [0.0; 2] }).collect();
+        w
     }
 
     /// vCPU `v` starts a slice on pCPU `p` at `now`: charge what its caches lost since it left,
     /// count the lines it refills into them, and start counting its insertions.
+    #[inline]
     pub fn start(&mut self, p: u32, v: u32, now: Time) {
-        let (vi, pi) = (v as usize, p as usize);
-        let Some(prof) = self.profiles[self.vm_of[vi] as usize].as_ref() else { return };
-        let (core, llc) = (self.core_of[pi] as usize, self.llc_of[pi] as usize);
-        self.l2.settle(core, now);
-        self.llc.settle(llc, now);
-        let left = self.left_pcpu[vi];
-        let first = left == u32::MAX;
-        let same_core = !first && self.core_of[left as usize] as usize == core;
-        let same_llc = !first && self.llc_of[left as usize] as usize == llc;
-        // what it refills: on its own cache the evicted part of its footprint, elsewhere (a move,
-        // charged by the model as a move) the whole of it
-        let l2_fp = footprint_lines(prof.ws_bytes, self.l2_bytes, self.l2.running[core], self.line_bytes);
-        let llc_fp = footprint_lines(prof.ws_bytes, self.llc_bytes, self.llc.running[llc], self.line_bytes);
-        let l2_in = if same_core {
-            let lost = self.left_fp[vi][0] * (1.0 - surviving_share(self.l2.lines[core] - self.mark[vi][0], self.l2_lines()));
-            self.evicted_l2_lines[vi] += lost;
-            lost
-        } else {
-            l2_fp
-        };
-        let llc_in = if same_llc {
-            let lost = self.left_fp[vi][1] * (1.0 - surviving_share(self.llc.lines[llc] - self.mark[vi][1], self.llc_lines()));
-            self.evicted_llc_lines[vi] += lost;
-            lost
-        } else {
-            llc_fp
-        };
-        self.resumes[vi] += (same_core || same_llc) as u64;
-        if !first {
-            self.l2.lines[core] += l2_in;
-            self.llc.lines[llc] += llc_in;
+        let vc = self.vcpus[v as usize];
+        if vc.vm == u32::MAX {
+            return;
         }
-        let k = (self.llc.running[llc] as usize).min(prof.llc_lines_per_ns.len().saturating_sub(1));
-        let rate = [prof.l2_lines_per_ns, prof.llc_lines_per_ns.get(k).copied().unwrap_or(0.0)];
-        self.l2.rate[core] += rate[0];
-        self.llc.rate[llc] += rate[1];
-        self.l2.running[core] += 1;
-        self.llc.running[llc] += 1;
-        self.rate[vi] = rate;
+        let (row, [l2, llc]) = (vc.vm as usize, self.cache_of[p as usize]);
+        let (l2, llc) = (l2 as usize, llc as usize);
+        let k2 = (self.caches[l2].running as usize).min(self.per_core - 1);
+        let kl = (self.caches[llc].running as usize).min(self.per_llc - 1);
+        let rate = [self.l2_rate[row], self.llc_rate[row * self.per_llc + kl]];
+        if vc.left != u32::MAX {
+            let [left_l2, left_llc] = self.cache_of[vc.left as usize];
+            // what it refills: on its own cache the evicted part of its footprint, elsewhere (a
+            // move, charged by the model as a move) the whole of it
+            let c = &mut self.caches[l2];
+            c.settle(now);
+            let into_l2 = if left_l2 as usize == l2 {
+                let lost = vc.fp[0] * (1.0 - surviving((c.lines - vc.mark[0]) * self.inv_lines[0]));
+                self.evicted_l2_lines[v as usize] += lost;
+                self.resumes[v as usize] += 1;
+                lost
+            } else {
+                self.l2_fp[row * self.per_core + k2]
+            };
+            c.lines += into_l2;
+            let c = &mut self.caches[llc];
+            c.settle(now);
+            let into_llc = if left_llc as usize == llc {
+                let lost = vc.fp[1] * (1.0 - surviving((c.lines - vc.mark[1]) * self.inv_lines[1]));
+                self.evicted_llc_lines[v as usize] += lost;
+                self.resumes[v as usize] += (left_l2 as usize != l2) as u64;
+                lost
+            } else {
+                self.llc_fp[row * self.per_llc + kl]
+            };
+            c.lines += into_llc;
+        } else {
+            self.caches[l2].settle(now);
+            self.caches[llc].settle(now);
+        }
+        let c = &mut self.caches[l2];
+        c.rate += rate[0];
+        c.running += 1;
+        let c = &mut self.caches[llc];
+        c.rate += rate[1];
+        c.running += 1;
+        self.vcpus[v as usize].rate = rate;
     }
 
     /// vCPU `v` stops its slice on pCPU `p` at `now`: its insertions end, and it remembers the
     /// caches' counts and its footprints on them.
+    #[inline]
     pub fn stop(&mut self, p: u32, v: u32, now: Time) {
-        let (vi, pi) = (v as usize, p as usize);
-        let Some(prof) = self.profiles[self.vm_of[vi] as usize].as_ref() else { return };
-        let (core, llc) = (self.core_of[pi] as usize, self.llc_of[pi] as usize);
-        self.l2.settle(core, now);
-        self.llc.settle(llc, now);
-        let rate = self.rate[vi];
-        self.l2.rate[core] = (self.l2.rate[core] - rate[0]).max(0.0);
-        self.llc.rate[llc] = (self.llc.rate[llc] - rate[1]).max(0.0);
-        self.l2.running[core] -= 1;
-        self.llc.running[llc] -= 1;
-        if self.l2.running[core] == 0 {
-            self.l2.rate[core] = 0.0;
+        let vc = &mut self.vcpus[v as usize];
+        if vc.vm == u32::MAX {
+            return;
         }
-        if self.llc.running[llc] == 0 {
-            self.llc.rate[llc] = 0.0;
+        let row = vc.vm as usize;
+        let [l2, llc] = self.cache_of[p as usize];
+        let mut fp = [0.0; 2];
+        for (i, (c, (per, tab))) in [l2, llc].into_iter().zip([(self.per_core, &self.l2_fp), (self.per_llc, &self.llc_fp)]).enumerate() {
+            let c = &mut self.caches[c as usize];
+            c.settle(now);
+            c.running -= 1;
+            // exactly 0 once nobody runs there (no drift from adding and taking rates)
+            c.rate = if c.running == 0 { 0.0 } else { (c.rate - vc.rate[i]).max(0.0) };
+            vc.mark[i] = c.lines;
+            fp[i] = tab[row * per + (c.running as usize).min(per - 1)];
         }
-        self.rate[vi] = [0.0; 2];
-        self.left_pcpu[vi] = p;
-        self.mark[vi] = [self.l2.lines[core], self.llc.lines[llc]];
-        self.left_fp[vi] = [
-            footprint_lines(prof.ws_bytes, self.l2_bytes, self.l2.running[core], self.line_bytes),
-            footprint_lines(prof.ws_bytes, self.llc_bytes, self.llc.running[llc], self.line_bytes),
-        ];
-    }
-
-    fn l2_lines(&self) -> f64 {
-        (self.l2_bytes / self.line_bytes).max(1) as f64
-    }
-
-    fn llc_lines(&self) -> f64 {
-        (self.llc_bytes / self.line_bytes).max(1) as f64
+        vc.fp = fp;
+        vc.rate = [0.0; 2];
+        vc.left = p;
     }
 }
 

@@ -19,8 +19,10 @@
 //!   each with its unit, default and source
 //!
 //! The model is off unless a scenario gives a VM a profile; then it runs once per sample
-//! interval, reading each vCPU's run time and placement from the scheduler (never in the
-//! scheduler's hot path).
+//! interval, reading each vCPU's run time and placement from the scheduler; the one part on the
+//! scheduler's hot path is the cache-warmth count of `resume_refill` (`cpu/cache.rs`: about 330
+//! instructions per dispatch on bench-cpu160, +14% there, benchmarks/README.md; only while the
+//! model runs).
 //!
 //! Tunables, with units and sources (defaults in `params.rs` and `walk.rs`):
 //!

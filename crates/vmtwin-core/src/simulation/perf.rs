@@ -1,5 +1,6 @@
 //! The run loop's side of the execution-speed model: building it from the spec's `perf` section
-//! and running it once per sample interval (never on the scheduler's hot path).
+//! and running it once per sample interval (its only hot-path part, the cache-warmth count of
+//! `resume_refill`, is the scheduler's: `cpu/cache.rs`).
 
 use super::Simulation;
 use crate::perf::{PerfModel, PerfProfile};
