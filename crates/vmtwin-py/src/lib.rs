@@ -17,5 +17,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cosched::cosched_example, m)?)?;
     exceptions::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    let keys: Vec<&str> = simulation::sched_stats_items(&Default::default()).into_iter().map(|(k, _)| k).collect();
+    m.add("SCHED_STATS_KEYS", keys)?;
     Ok(())
 }

@@ -14,12 +14,30 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use crate::engine::Engine;
+use vmtwin_core::cpu::SchedStats;
 use vmtwin_core::spec::SimSpec;
 use vmtwin_core::VmtwinError;
 
 /// `sched_stats` keys of the dispatches by distance moved, nearest first (`SchedStats::locality`).
 const LOCALITY_LEVELS: [&str; 5] =
     ["dispatches_same_pcpu", "dispatches_same_core", "dispatches_same_llc", "dispatches_same_node", "dispatches_other_node"];
+
+/// `sched_stats` as (key, value) pairs, the one list of its keys (the module's
+/// `SCHED_STATS_KEYS` is read from it, for the fluid batches that run no scheduler): the decision
+/// counters, then the dispatches by how far the vCPU moved (`SchedStats::locality`; the first
+/// three are local in ESX's sense, the same LLC).
+pub(crate) fn sched_stats_items(s: &SchedStats) -> Vec<(&'static str, u64)> {
+    let mut items = vec![
+        ("dispatches", s.dispatches),
+        ("preemptions", s.preemptions),
+        ("migrations", s.migrations),
+        ("core_migrations", s.core_migrations),
+        ("llc_migrations", s.llc_migrations),
+        ("node_migrations", s.node_migrations),
+    ];
+    items.extend(LOCALITY_LEVELS.iter().copied().zip(s.locality()));
+    items
+}
 
 /// Events run between two checks for Ctrl-C (about 0.1 s of engine time at 10 M events/s).
 const EVENTS_PER_SIGNAL_CHECK: u64 = 1 << 20;
@@ -224,20 +242,12 @@ impl PySimulation {
     }
 
     /// Scheduler decision counters, with the dispatches split by how far they moved the vCPU
-    /// (`LOCALITY_LEVELS`).
+    /// ([`sched_stats_items`]).
     fn sched_stats<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyDict>> {
         let s = borrow(slf)?.sim.sched_stats();
         let d = PyDict::new(slf.py());
-        d.set_item("dispatches", s.dispatches)?;
-        d.set_item("preemptions", s.preemptions)?;
-        d.set_item("migrations", s.migrations)?;
-        d.set_item("core_migrations", s.core_migrations)?;
-        d.set_item("llc_migrations", s.llc_migrations)?;
-        d.set_item("node_migrations", s.node_migrations)?;
-        // dispatches by how far the vCPU moved (`SchedStats::locality`): the first three are
-        // local in ESX's sense (the same LLC)
-        for (name, n) in LOCALITY_LEVELS.iter().zip(s.locality()) {
-            d.set_item(*name, n)?;
+        for (name, n) in sched_stats_items(&s) {
+            d.set_item(name, n)?;
         }
         Ok(d)
     }

@@ -405,7 +405,7 @@ def _fluid_results(hosts: list[HostRun], workers: int, progress: Progress,
         params_now = json.loads(params) if params is not None else None
         yield out, [{"cluster": h.cluster, "host": h.name, "seed": h.seed, "vms": h.vms, "event_count": pieces,
                      "wall_time_s": round(wall, 6), "params": params_now,
-                     "sched_stats": {"dispatches": 0, "preemptions": 0, "migrations": 0},
+                     "sched_stats": dict.fromkeys(_core.SCHED_STATS_KEYS, 0),  # no scheduler ran
                      "log": [{"time_s": t / 1e9, "message": m} for t, m in log]}
                     for h, (pieces, wall, log) in zip(chunk, facts)]
         if progress:
