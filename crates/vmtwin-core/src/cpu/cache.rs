@@ -69,14 +69,8 @@ use crate::sim::{ns_f, Time};
 /// below an f64's resolution of the footprint (saves the `exp` on most returns under load).
 const GONE_AFTER_CACHES: f64 = 36.0;
 
-/// The share of a footprint left after `inserted` lines went into a cache of `cache_lines`
-/// lines under random replacement: `exp(-inserted / cache_lines)`.
-#[inline]
-pub fn surviving_share(inserted: f64, cache_lines: f64) -> f64 {
-    surviving(inserted / cache_lines)
-}
-
-/// `exp(-x)`, 1 for `x <= 0`, 0 beyond [`GONE_AFTER_CACHES`].
+/// The share of a footprint left after `x` cache sizes of lines went into the cache under random
+/// replacement: `exp(-x)`, 1 for `x <= 0`, 0 beyond [`GONE_AFTER_CACHES`].
 #[inline]
 fn surviving(x: f64) -> f64 {
     if x <= 0.0 {

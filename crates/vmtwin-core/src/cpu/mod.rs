@@ -23,7 +23,7 @@ mod pools;
 mod runqueue;
 mod sched;
 
-pub use cache::{footprint_lines, surviving_share, CacheWarmth, WarmthProfile};
+pub use cache::{footprint_lines, CacheWarmth, WarmthProfile};
 pub use cells::{cell_ranges, choose_move, least_loaded, lock_wait_ns, target_llc, CellVm};
 pub use cosched::{
     blocked, caught_up, gang_needs, lead_skew, may_run_together, next_block_in, next_laggard_in, next_release_in, replay_progress,

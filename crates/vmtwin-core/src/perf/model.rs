@@ -230,11 +230,17 @@ pub fn refill(params: &PerfParams, ws_bytes: u64, mhz: f64, f: &VcpuFacts) -> (f
         + f.moves_node * from_mem * params.remote_latency_ratio;
     let mut misses = (f.moves_llc + f.moves_node) * cached / line;
     if f.resume_l2_lines > 0.0 || f.resume_llc_lines > 0.0 {
-        let remote = 1.0 + f.remote_fraction.clamp(0.0, 1.0) * (params.remote_latency_ratio - 1.0);
-        ns += f.resume_l2_lines * params.llc_refill_line_ns + f.resume_llc_lines * line / params.mem_refill_bytes_per_ns * remote;
+        ns += f.resume_l2_lines * params.llc_refill_line_ns + f.resume_llc_lines * line / params.mem_refill_bytes_per_ns * memory_latency(params, f);
         misses += f.resume_llc_lines;
     }
     (ns * mhz / 1000.0, misses)
+}
+
+/// A memory access's latency relative to a local one, for a vCPU whose accesses are
+/// `remote_fraction` remote: `1 + remote (remote_latency_ratio - 1)`.
+#[inline]
+fn memory_latency(params: &PerfParams, f: &VcpuFacts) -> f64 {
+    1.0 + f.remote_fraction.clamp(0.0, 1.0) * (params.remote_latency_ratio - 1.0)
 }
 
 /// Lines a vCPU of `profile` inserts per ns of run into its core's L2 (its LLC references) and
@@ -256,7 +262,7 @@ pub fn execute(profile: &PerfProfile, params: &PerfParams, mhz: f64, f: &VcpuFac
     let ws = profile.working_set_bytes.max(1) as f64;
     let share = params.llc_bytes as f64 / (1.0 + f.llc_corunners.max(0.0));
     let capacity_miss = (1.0 - share / ws).max(0.0);
-    let miss_stall = params.llc_miss_stall_cycles * (1.0 + f.remote_fraction.clamp(0.0, 1.0) * (params.remote_latency_ratio - 1.0));
+    let miss_stall = params.llc_miss_stall_cycles * memory_latency(params, f);
     let nested = profile.virtualized;
     let costs = [
         layer_cost(&profile.user, nested, capacity_miss, miss_stall),
