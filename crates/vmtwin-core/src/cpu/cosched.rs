@@ -281,8 +281,9 @@ pub fn next_release_in(i: usize, progress_ns: &[Time], progressing: &[bool], cos
 /// A `relaxed-4x` VM's siblings reduced to what [`blocked`] and [`next_block_in`] read: the
 /// least progress of a sibling that is not progressing and the most of a running one. A vCPU
 /// leads some still sibling by more than the threshold exactly when it leads the slowest still
-/// one by that much, so one pass over the siblings, with no allocation, answers both (the
-/// scheduler looks at a VM at every start and stop of one of its vCPUs).
+/// one by that much, so this one summary answers both (the scheduler looks at a VM at every
+/// start and stop of one of its vCPUs, and reads it from the VM's folded [`Pace`],
+/// [`Lead::at`]; [`Lead::add`] is its definition over the siblings one by one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Lead {
     /// least progress of a sibling not progressing, ns; `Time::MAX` when every one progresses
@@ -337,6 +338,84 @@ impl Lead {
             return None;
         }
         Some((self.slowest_still + threshold_ns + 1).saturating_sub(self.leader?))
+    }
+}
+
+/// One co-scheduled vCPU's progress as [`Lead`] reads it, in a form that stays valid while
+/// its state's class (still, halted, running) does not change: a progressing vCPU's progress
+/// at `now` is `now - lag` (it grows at rate 1), a still one's is constant. The scheduler
+/// rewrites it only when a vCPU changes class, and keeps each VM's paces folded
+/// ([`Pace::fold`], [`Pace::replace`]), so a look at a VM reads one entry instead of every
+/// sibling's state, times and `since`, with no branch on each one's state: those branches
+/// were a coin toss per sibling, and the look ran at nearly every scheduler event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pace {
+    /// progress, ns, when not progressing; `Time::MAX` otherwise
+    pub still: Time,
+    /// `lag` when running; `Time::MAX` otherwise
+    pub run_lag: Time,
+    /// time minus progress, ns, when progressing (constant then); 0 otherwise
+    pub lag: Time,
+}
+
+impl Pace {
+    /// A vCPU at `progress_ns` at `now` (progress never exceeds the time), progressing or not,
+    /// running or not (running implies progressing).
+    #[inline]
+    pub fn new(progress_ns: Time, now: Time, progressing: bool, running: bool) -> Pace {
+        let lag = now - progress_ns;
+        match (progressing, running) {
+            (false, _) => Pace { still: progress_ns, run_lag: Time::MAX, lag: 0 },
+            (true, false) => Pace { still: Time::MAX, run_lag: Time::MAX, lag },
+            (true, true) => Pace { still: Time::MAX, run_lag: lag, lag },
+        }
+    }
+
+    /// The siblings' paces folded into one (at least one sibling): the least still progress,
+    /// the least running lag and the most lag. What [`Lead::at`] reads, and constant while no
+    /// sibling changes class.
+    #[inline]
+    pub fn fold(paces: &[Pace]) -> Pace {
+        let mut all = Pace { still: Time::MAX, run_lag: Time::MAX, lag: 0 };
+        for p in paces {
+            all.still = all.still.min(p.still);
+            all.run_lag = all.run_lag.min(p.run_lag);
+            all.lag = all.lag.max(p.lag);
+        }
+        all
+    }
+
+    /// Update `all`, the fold of some siblings' paces, for one sibling's pace going from `old`
+    /// to `new`; false when that cannot be done in place (`old` held an extreme that `new`
+    /// gives up), and the siblings must be folded again.
+    #[inline]
+    pub fn replace(all: &mut Pace, old: Pace, new: Pace) -> bool {
+        if (old.still == all.still && new.still > old.still)
+            || (old.run_lag == all.run_lag && new.run_lag > old.run_lag)
+            || (old.lag == all.lag && new.lag < old.lag)
+        {
+            return false;
+        }
+        all.still = all.still.min(new.still);
+        all.run_lag = all.run_lag.min(new.run_lag);
+        all.lag = all.lag.max(new.lag);
+        true
+    }
+}
+
+impl Lead {
+    /// The siblings' [`Lead`] at `now` from their paces folded ([`Pace::fold`]), as
+    /// [`Lead::add`] over each one's progress finds it: the slowest still sibling, the running
+    /// leader at `now - least running lag`, and the slowest of all, which is a still one or the
+    /// progressing one with the most lag (with none progressing, `now` is no less than any
+    /// progress, so the minimum is the still one's).
+    #[inline]
+    pub fn at(all: Pace, now: Time) -> Lead {
+        Lead {
+            slowest_still: all.still,
+            slowest: all.still.min(now - all.lag),
+            leader: (all.run_lag != Time::MAX).then(|| now - all.run_lag),
+        }
     }
 }
 
@@ -520,6 +599,48 @@ mod tests {
                     }
                     proptest::prop_assert_eq!(l.next_release_in(progress[i], cs), next_release_in(i, &progress, &still, cs));
                 }
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// The paces give the `Lead` that one pass over the siblings' progress gives, at the
+        /// moment they were taken and later, with the progressing ones moved on.
+        #[test]
+        fn paces_give_the_lead_of_the_siblings(
+            sibs in proptest::collection::vec((0..20u64, 0..3u8), 1..9),
+            at in 20..40u64,
+            later in 0..30u64,
+        ) {
+            for now in [at, at + later] {
+                let mut lead = Lead::NONE;
+                let mut paces = Vec::new();
+                for &(p, class) in &sibs {
+                    let (moving, running) = (class >= 1, class == 2);
+                    // progress at `now`: the progressing ones moved on by `now - at`
+                    let q = if moving { p + (now - at) } else { p };
+                    lead.add(q, moving, running);
+                    paces.push(Pace::new(p, at, moving, running));
+                }
+                proptest::prop_assert_eq!(Lead::at(Pace::fold(&paces), now), lead);
+            }
+        }
+
+        /// Replacing one sibling's pace in place, where `Pace::replace` can, gives the fold of
+        /// the siblings' new paces.
+        #[test]
+        fn a_pace_replaced_in_place_is_the_fold_again(
+            sibs in proptest::collection::vec((0..20u64, 0..3u8), 1..9),
+            who in 0..8usize,
+            to in (0..20u64, 0..3u8),
+        ) {
+            let pace = |(p, class): (u64, u8)| Pace::new(p, 20, class >= 1, class == 2);
+            let mut paces: Vec<Pace> = sibs.iter().map(|&s| pace(s)).collect();
+            let mut all = Pace::fold(&paces);
+            let i = who % paces.len();
+            let old = std::mem::replace(&mut paces[i], pace(to));
+            if Pace::replace(&mut all, old, paces[i]) {
+                proptest::prop_assert_eq!(all, Pace::fold(&paces));
             }
         }
     }

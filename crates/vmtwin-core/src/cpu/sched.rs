@@ -119,7 +119,7 @@ mod ht;
 use super::cache::CacheWarmth;
 use super::cells::Cells;
 use super::clock::FairClock;
-use super::cosched::{bits, gang_needs, next_laggard_in, CoschedMode, Lead, Siblings, SKEW_TICK_NS};
+use super::cosched::{bits, gang_needs, next_laggard_in, CoschedMode, Lead, Pace, Siblings, SKEW_TICK_NS};
 use super::limit::{TokenBucket, LIMIT_BORROW_NS};
 use super::params::CpuSchedParams;
 use super::runqueue::QueueSet;
@@ -164,6 +164,8 @@ const RUNNABLE: [bool; STATES] = [true, true, false, false, false, false, false]
 const ACTIVE: [bool; STATES] = [true, true, true, false, false, false, false];
 /// States in which a vCPU makes progress for co-scheduling: it runs or halts (`cosched.rs`).
 const PROGRESS: [bool; STATES] = [true, false, false, false, true, false, false];
+/// Per state, its class for co-scheduling's [`Pace`]: still (0), halted (1), running (2).
+const PACE_CLASS: [u8; STATES] = [2, 0, 0, 0, 1, 0, 0];
 
 /// No vCPU.
 pub const NONE: u32 = u32::MAX;
@@ -453,6 +455,12 @@ pub struct CpuSched {
     core_mhz: u64,
     /// per VM: its vCPUs, and its co-scheduling state (used where its vCPUs are `cosched`)
     gangs: Vec<Siblings>,
+    /// per vCPU (kept for co-scheduled ones): its progress as a VM's look reads it, rewritten
+    /// when its state's [`PACE_CLASS`] changes (`repace`)
+    paces: Vec<Pace>,
+    /// per VM: its vCPUs' paces folded (`cosched::Pace::fold`), kept as they change, so that a
+    /// look at the VM reads one entry whatever its width
+    vm_paces: Vec<Pace>,
     /// bit set of VMs whose siblings' progress changed, to look at before the scheduler returns
     /// (`settle_cosched`), and whether any bit is set
     dirty: Vec<u64>,
@@ -557,6 +565,7 @@ impl CpuSched {
                 });
             }
         }
+        let n_vcpus = vcpus.len();
         let (llc_range, llc_of) = groups(&cores, |c| c.llc);
         let (node_range, node_of) = groups(&cores, |c| c.node);
         let node_count = node_range.len() - 1;
@@ -603,6 +612,9 @@ impl CpuSched {
                     Some(g)
                 })
                 .collect(),
+            // powered off: still, at no progress
+            paces: vec![Pace::new(0, 0, false, false); n_vcpus],
+            vm_paces: vec![Pace::new(0, 0, false, false); vcpus_per_vm.len()],
             dirty: vec![0; vcpus_per_vm.len().div_ceil(64)],
             any_dirty: false,
             waiting: Vec::new(),
@@ -696,6 +708,10 @@ impl CpuSched {
         if state == VcpuState::Ready && old != VcpuState::Ready {
             vc.ready_at = now;
         }
+        if vc.cosched && PACE_CLASS[old as usize] != PACE_CLASS[state as usize] {
+            self.repace(v, now);
+        }
+        let vc = &self.vcpus[v as usize];
         let (w, key, vm, a, limited) = (vc.weight, vc.key, vc.vm as usize, vc.bucket_part(), vc.limited);
         let (was, is) = (self.in_clock[old as usize], self.in_clock[state as usize]);
         if was != is {
@@ -720,6 +736,19 @@ impl CpuSched {
                     b.set_active(lim.active_n);
                 }
             }
+        }
+    }
+
+    /// Co-scheduled `v` changed [`PACE_CLASS`] at `now`: rewrite its pace, and its VM's fold
+    /// in place, or again over the VM's vCPUs when `v` gave up an extreme.
+    #[inline(never)]
+    fn repace(&mut self, v: u32, now: Time) {
+        let vc = &self.vcpus[v as usize];
+        let new = Pace::new(vc.progress_ns(now), now, PROGRESS[vc.state as usize], vc.state == VcpuState::Run);
+        let old = std::mem::replace(&mut self.paces[v as usize], new);
+        let vm = vc.vm;
+        if !Pace::replace(&mut self.vm_paces[vm as usize], old, new) {
+            self.vm_paces[vm as usize] = Pace::fold(&self.paces[self.vcpus_of(vm)]);
         }
     }
 
@@ -768,10 +797,11 @@ impl CpuSched {
             }
             at += size as usize;
         }
-        for vc in &mut self.vcpus[vcpus] {
+        for (vc, pace) in self.vcpus[vcpus.clone()].iter_mut().zip(&mut self.paces[vcpus.clone()]) {
             vc.time_ns[VcpuState::Off as usize] += now - vc.since;
             vc.since = now;
             vc.state = VcpuState::Idle;
+            *pace = Pace::new(vc.progress_ns(now), now, true, false);
             vc.key = clock;
             vc.runnable_mark = vc.runnable_ns();
             vc.ran_mark = vc.time_ns[VcpuState::Run as usize];
@@ -780,6 +810,7 @@ impl CpuSched {
                 self.node_vcpus[vc.home as usize] += 1;
             }
         }
+        self.vm_paces[vm as usize] = Pace::fold(&self.paces[vcpus]);
     }
 
     /// VM `vm`'s NUMA clients at power-on, as (home node, vCPUs), in vCPU order; none when
@@ -1788,24 +1819,26 @@ impl CpuSched {
     /// VM `vm`'s siblings at `now` as `relaxed-4x` reads them (`cosched::Lead`).
     #[inline]
     fn lead_of(&self, vm: u32, now: Time) -> Lead {
-        let mut lead = Lead::NONE;
-        for vc in &self.vcpus[self.vcpus_of(vm)] {
-            lead.add(vc.progress_ns(now), PROGRESS[vc.state as usize], vc.state == VcpuState::Run);
-        }
-        lead
+        Lead::at(self.pace_of(vm, now), now)
+    }
+
+    /// VM `vm`'s siblings' paces folded (`cosched::Pace::fold`), as `repace` keeps it; debug
+    /// builds check it, and each pace, against the vCPUs' states and times.
+    #[inline]
+    fn pace_of(&self, vm: u32, now: Time) -> Pace {
+        let range = self.vcpus_of(vm);
+        debug_assert!(self.vcpus[range.clone()].iter().zip(&self.paces[range.clone()]).all(|(vc, &pace)| {
+            pace == Pace::new(vc.progress_ns(now), now, PROGRESS[vc.state as usize], vc.state == VcpuState::Run)
+        }));
+        debug_assert_eq!(self.vm_paces[vm as usize], Pace::fold(&self.paces[range]));
+        self.vm_paces[vm as usize]
     }
 
     /// The least progress of VM `vm`'s siblings that are not progressing (`Lead::slowest_still`
     /// of [`Self::lead_of`]), `Time::MAX` when every one progresses.
     #[inline]
-    fn slowest_still_of(&self, vm: u32, now: Time) -> Time {
-        let mut still = Time::MAX;
-        for vc in &self.vcpus[self.vcpus_of(vm)] {
-            if !PROGRESS[vc.state as usize] {
-                still = still.min(vc.progress_ns(now));
-            }
-        }
-        still
+    fn slowest_still_of(&self, vm: u32) -> Time {
+        self.vm_paces[vm as usize].still
     }
 
     /// Note that VM `vm`'s siblings' progress may have changed, to look at before returning
@@ -1833,7 +1866,7 @@ impl CpuSched {
         }
         // `Lead::blocks` needs only the slowest still sibling: read it alone (this runs at
         // every placement and every pop of a co-scheduled vCPU)
-        let still = self.slowest_still_of(vm, now);
+        let still = self.slowest_still_of(vm);
         let lead = Lead { slowest_still: still, ..Lead::NONE };
         if !lead.blocks(self.vcpus[v as usize].progress_ns(now), self.params.cosched_skew_threshold_ns) {
             return false;
