@@ -64,6 +64,73 @@ proptest! {
     }
 }
 
+/// One VM's observable memory: every page's state and backing, and its counters (the scan
+/// counter aside: `full_scan` counts what it examined, `share_candidate` does not).
+fn observed(h: &MemHost, vm: u32) -> (Vec<(PageState, u32)>, VmMemStats) {
+    let p = h.pmap(vm);
+    let mut s = h.vm_stats(vm);
+    s.counters.scanned = 0;
+    ((0..p.pages()).map(|i| (p.state(i), p.index(i))).collect(), s)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    /// A full scan decides exactly as offering every page in turn to `share_candidate`, from a
+    /// history with shared frames, hint frames, stale hints (pages rewritten or shared since)
+    /// and copy-on-write breaks: the same page states and machine pages, counters, frames and
+    /// free machine pages, in the same free-list order (the pages faulted in afterwards get the
+    /// same machine pages).
+    #[test]
+    fn full_scan_decides_as_share_candidate_page_by_page(
+        sizes in prop::collection::vec(1u32..300, 1..4),
+        alphabet in 1u64..60,
+        history in prop::collection::vec((any::<u8>(), any::<u16>(), any::<u8>(), 0u8..4), 0..600))
+    {
+        let build = || {
+            let mut h = host(&sizes);
+            for (vm, &n) in sizes.iter().enumerate() {
+                for ppn in (0..n).step_by(2) {
+                    h.write(vm as u32, ppn, u64::from(ppn) % alphabet * 0x9E37_79B9, 0);
+                }
+            }
+            for &(v, p, c, op) in &history {
+                let vm = u32::from(v) % sizes.len() as u32;
+                let ppn = u32::from(p) % sizes[vm as usize];
+                match op {
+                    0 | 1 => { h.share_candidate(vm, ppn); }
+                    2 => { h.write(vm, ppn, u64::from(c) % alphabet * 0x9E37_79B9, 0); }
+                    _ => { h.read(vm, ppn, 0); }
+                }
+            }
+            h
+        };
+        let (mut a, mut b) = (build(), build());
+        a.full_scan();
+        for vm in 0..sizes.len() as u32 {
+            for ppn in 0..sizes[vm as usize] {
+                b.share_candidate(vm, ppn);
+            }
+        }
+        prop_assert_eq!(a.free_pages(), b.free_pages());
+        let mut fa: Vec<_> = a.frames().frames().map(|f| format!("{f:?}")).collect();
+        let mut fb: Vec<_> = b.frames().frames().map(|f| format!("{f:?}")).collect();
+        fa.sort();
+        fb.sort();
+        prop_assert_eq!(fa, fb);
+        for h in [&mut a, &mut b] {
+            for (vm, &n) in sizes.iter().enumerate() {
+                for ppn in 0..n {
+                    h.read(vm as u32, ppn, 0);
+                }
+            }
+        }
+        for vm in 0..sizes.len() as u32 {
+            prop_assert_eq!(observed(&a, vm), observed(&b, vm), "vm {}", vm);
+        }
+        prop_assert_eq!(a.audit(), Ok(()));
+    }
+}
+
 /// A copy-on-write break gives the writer a private page and frees nothing else.
 #[test]
 fn write_to_shared_page_breaks_copy_on_write() {

@@ -20,8 +20,11 @@
 //! The histograms are integer counts that depend only on which pages map to which frame, so a
 //! read gives the same histogram, and the same charge to the last bit, as updating at every join.
 //! Buckets for reference counts below [`DENSE_REFS`] are an array per VM; larger counts (the zero
-//! page's frame) are in an ordered map. Frames are found by machine page through a dense index
-//! (4 bytes per machine page ever shared).
+//! page's frame) are in an ordered map. Each machine page has its record (reference counts now
+//! and as entered, the head of its list: 12 bytes), found by MPN without an index, so a join
+//! touches the record and the head entry only. Settling walks each dirty list once, entering
+//! each changed entry on its own (the buckets are sums) and folding a VM's later entries into
+//! its first.
 //!
 //! The host's `audit` recounts the histograms from the pmaps and the frame table, which is the
 //! independent check of this bookkeeping.
@@ -34,8 +37,9 @@
 //! ([`ShareCharge::zero`]), its pages per reference count ([`ShareCharge::histogram`]).
 //!
 //! # Known gaps
-//! - The per-frame sharer lists are small vectors, one heap allocation per shared frame (about
-//!   24 bytes plus 12 per sharing VM), plus the 4-byte index per machine page.
+//! - 12 bytes per machine page, shared or not, plus a 16-byte list entry per (frame, VM); an
+//!   index to records of shared pages only took 4 bytes per machine page plus 16 per shared
+//!   frame, and a dependent cache miss and a record allocation per new frame.
 //! - Histogram reads lock a mutex (they take `&self` and may settle deferred updates).
 
 use std::collections::BTreeMap;
@@ -46,18 +50,21 @@ pub const DENSE_REFS: usize = 64;
 
 const NONE: u32 = u32::MAX;
 
-/// One shared machine page's sharers (16 bytes).
+/// Bit of [`FrameSharers::seen`] marking a machine page in the dirty list.
+const DIRTY: u32 = 1 << 31;
+
+/// One machine page's sharers (12 bytes, one per machine page, found by MPN).
 #[derive(Debug, Clone, Copy)]
 struct FrameSharers {
     /// references now (pages mapped to the machine page)
     refs_now: u32,
-    /// references as last entered in the histograms
-    refs_seen: u32,
+    /// references as last entered in the histograms, and [`DIRTY`]
+    seen: u32,
     /// first entry of its list in the arena (the VM that joined last), or NONE
     head: u32,
-    /// in the dirty list
-    dirty: bool,
 }
+
+const NO_SHARERS: FrameSharers = FrameSharers { refs_now: 0, seen: 0, head: NONE };
 
 /// One VM's entry in a frame's list: its pages mapped to the frame now and as last entered in
 /// the histograms; lists are linked through an arena, so a new frame allocates nothing.
@@ -70,9 +77,9 @@ struct Entry {
 }
 
 /// One VM's shared pages by the reference count of their frame.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Hist {
-    dense: Vec<u64>,
+    dense: Box<[u64; DENSE_REFS]>,
     sparse: BTreeMap<u32, u64>,
 }
 
@@ -106,49 +113,30 @@ impl Hist {
 
 #[derive(Debug, Default)]
 struct Inner {
-    /// machine page -> index into `recs` (NONE when the page has no sharers)
-    index: Vec<u32>,
+    /// per machine page, its sharers
     recs: Vec<FrameSharers>,
-    free_recs: Vec<u32>,
     entries: Vec<Entry>,
     free_entries: Vec<u32>,
     /// machine pages whose frames changed since the histograms were last settled
     dirty: Vec<u32>,
     hist: Vec<Hist>,
-    /// settling's scratch: per VM its first entry in the list being settled (NONE otherwise)
-    first_of_vm: Vec<u32>,
-    touched_vms: Vec<u32>,
+    /// settling's scratch: per VM, the list being settled when it last met the VM (a count of
+    /// lists settled) and its first entry there
+    first_of_vm: Vec<(u32, u32)>,
+    /// lists settled, wrapping (0 is never a current list)
+    stamp: u32,
 }
 
 impl Inner {
-    /// The record of `mpn`'s frame (made if new), marked dirty.
-    #[inline]
+    /// The record of machine page `mpn`, marked dirty.
+    #[inline(always)]
     fn rec(&mut self, mpn: u32) -> usize {
-        let m = mpn as usize;
-        if m >= self.index.len() {
-            self.index.resize(m + 1, NONE);
-        }
-        let mut i = self.index[m];
-        if i == NONE {
-            let r = FrameSharers { refs_now: 0, refs_seen: 0, head: NONE, dirty: false };
-            i = match self.free_recs.pop() {
-                Some(i) => {
-                    self.recs[i as usize] = r;
-                    i
-                }
-                None => {
-                    self.recs.push(r);
-                    (self.recs.len() - 1) as u32
-                }
-            };
-            self.index[m] = i;
-        }
-        let r = &mut self.recs[i as usize];
-        if !r.dirty {
-            r.dirty = true;
+        let r = &mut self.recs[mpn as usize];
+        if r.seen & DIRTY == 0 {
+            r.seen |= DIRTY;
             self.dirty.push(mpn);
         }
-        i as usize
+        mpn as usize
     }
 
     /// An entry of `vm` with pages mapped now in record `r`'s list, if any.
@@ -165,71 +153,58 @@ impl Inner {
     }
 
     fn settle(&mut self) {
-        let dirty = std::mem::take(&mut self.dirty);
-        for &mpn in &dirty {
-            let i = self.index[mpn as usize] as usize;
-            let FrameSharers { refs_now: now, refs_seen: seen, head, .. } = self.recs[i];
-            // walk the list, merging a VM's later entries into its first, entering each changed
-            // entry and unlinking the emptied ones
+        let Inner { recs, entries, free_entries, dirty, hist, first_of_vm, stamp } = self;
+        for &mpn in dirty.iter() {
+            *stamp = stamp.wrapping_add(1);
+            if *stamp == 0 {
+                first_of_vm.fill((0, NONE));
+                *stamp = 1;
+            }
+            let r = &mut recs[mpn as usize];
+            let (now, seen) = (r.refs_now, r.seen & !DIRTY);
+            debug_assert!(now < DIRTY);
+            r.seen = now;
+            // one walk: enter each changed entry (the histograms are sums, so a VM's entries
+            // can be entered one by one), then fold a VM's later entries into its first and
+            // unlink them and the emptied ones
             let mut prev = NONE;
-            let mut e = head;
+            let mut e = r.head;
             while e != NONE {
-                let Entry { vm, now: n, seen: s, next } = self.entries[e as usize];
-                let first = self.first_of_vm[vm as usize];
-                if first != NONE {
-                    let f = &mut self.entries[first as usize];
-                    f.now += n;
-                    f.seen += s;
-                    // unlinked below as an emptied entry with nothing to enter
-                    self.entries[e as usize].now = 0;
-                    self.entries[e as usize].seen = 0;
-                } else {
-                    self.first_of_vm[vm as usize] = e;
-                    self.touched_vms.push(vm);
-                }
-                e = next;
-            }
-            for vm in self.touched_vms.drain(..) {
-                self.first_of_vm[vm as usize] = NONE;
-            }
-            let mut e = head;
-            while e != NONE {
-                let Entry { vm, now: n, seen: s, next } = self.entries[e as usize];
+                let Entry { vm, now: n, seen: s, next } = entries[e as usize];
                 if (n, now) != (s, seen) {
-                    let h = &mut self.hist[vm as usize];
+                    let h = &mut hist[vm as usize];
                     if s > 0 {
                         h.sub(seen, u64::from(s));
                     }
                     if n > 0 {
                         h.add(now, u64::from(n));
                     }
-                    self.entries[e as usize].seen = n;
                 }
-                if n == 0 {
-                    if prev == NONE {
-                        self.recs[i].head = next;
-                    } else {
-                        self.entries[prev as usize].next = next;
+                let (at, first) = first_of_vm[vm as usize];
+                if n == 0 || at == *stamp {
+                    if n > 0 {
+                        let f = &mut entries[first as usize];
+                        f.now += n;
+                        f.seen += n;
                     }
-                    self.free_entries.push(e);
+                    if prev == NONE {
+                        recs[mpn as usize].head = next;
+                    } else {
+                        entries[prev as usize].next = next;
+                    }
+                    free_entries.push(e);
                 } else {
+                    entries[e as usize].seen = n;
+                    first_of_vm[vm as usize] = (*stamp, e);
                     prev = e;
                 }
                 e = next;
             }
-            let r = &mut self.recs[i];
-            r.refs_seen = now;
-            r.dirty = false;
-            if now == 0 {
-                debug_assert_eq!(r.head, NONE);
-                self.index[mpn as usize] = NONE;
-                self.free_recs.push(i as u32);
-            }
+            debug_assert!(now > 0 || recs[mpn as usize].head == NONE);
         }
-        self.dirty = dirty;
-        self.dirty.clear();
+        dirty.clear();
         // a first scan dirties every frame at once; the tick's scans, a few hundred
-        self.dirty.shrink_to(4096);
+        dirty.shrink_to(4096);
     }
 }
 
@@ -242,9 +217,9 @@ pub struct ShareCharge {
 }
 
 impl ShareCharge {
-    /// Charges for a host of `machine_pages` pages (the frame index is sized once).
+    /// Charges for a host of `machine_pages` pages (a record per machine page, made once).
     pub fn new(machine_pages: usize) -> Self {
-        let inner = Inner { index: vec![NONE; machine_pages], ..Inner::default() };
+        let inner = Inner { recs: vec![NO_SHARERS; machine_pages], ..Inner::default() };
         ShareCharge { inner: Mutex::new(inner), zero: Vec::new() }
     }
 
@@ -255,14 +230,14 @@ impl ShareCharge {
     /// Track one more VM (indices follow the host's).
     pub fn add_vm(&mut self) {
         let g = self.inner();
-        g.hist.push(Hist { dense: vec![0; DENSE_REFS], sparse: BTreeMap::new() });
-        g.first_of_vm.push(NONE);
+        g.hist.push(Hist { dense: Box::new([0; DENSE_REFS]), sparse: BTreeMap::new() });
+        g.first_of_vm.push((0, NONE));
         self.zero.push(0);
     }
 
     /// A page of `vm` now maps to shared machine page `mpn`, whose frame had `refs_before`
     /// references (0 for a new frame); `zero` if it holds the zero page.
-    #[inline]
+    #[inline(always)]
     pub fn join(&mut self, vm: u32, mpn: u32, refs_before: u32, zero: bool) {
         let g = self.inner();
         let r = g.rec(mpn);

@@ -669,16 +669,12 @@ impl MemHost {
     /// [`MemHost::share_candidate`] with the key of the page's content id already computed.
     #[inline]
     fn share_keyed(&mut self, vm: u32, ppn: u32, h: u64) -> bool {
-        let v = &self.vms[vm as usize];
-        if v.pmap.state(ppn) != PageState::Regular {
-            return v.pmap.state(ppn) == PageState::Shared;
-        }
-        let cid = v.pmap.content(ppn);
+        let pmap = &self.vms[vm as usize].pmap;
+        let Some((cid, own)) = pmap.regular(ppn) else { return pmap.is(ppn, PageState::Shared) };
         debug_assert_eq!(h, key(cid));
         if h == 0 {
             return false;
         }
-        let own = v.pmap.index(ppn);
         match self.frames.probe(h) {
             Err(empty) => {
                 self.frames.insert_at(empty, Frame::hint(h, vm, ppn));
@@ -698,13 +694,15 @@ impl MemHost {
                     if (hv, hp) == (vm, ppn) {
                         return false;
                     }
-                    let hint = &self.vms[hv as usize].pmap;
                     // rehash the hint page's current contents: stale if it changed or went away
-                    if hint.state(hp) != PageState::Regular || key(hint.content(hp)) != h {
-                        self.frames.set(slot, Frame::hint(h, vm, ppn));
-                        return false;
-                    }
-                    let mpn = hint.index(hp);
+                    // (the key is a bijection of the id, so comparing ids is comparing keys)
+                    let mpn = match self.vms[hv as usize].pmap.regular(hp) {
+                        Some((c, mpn)) if c == cid => mpn,
+                        _ => {
+                            self.frames.set(slot, Frame::hint(h, vm, ppn));
+                            return false;
+                        }
+                    };
                     self.frames.set(slot, Frame::shared(h, mpn, 2));
                     self.charge.join(hv, mpn, 0, cid == ZERO_CONTENT);
                     self.charge.join(vm, mpn, 1, cid == ZERO_CONTENT);
@@ -723,32 +721,48 @@ impl MemHost {
     ///
     /// The same decisions as calling [`MemHost::share_candidate`] on each page in turn, with the
     /// frame-table slot each page will probe prefetched [`SCAN_AHEAD`] pages ahead (its key
-    /// computed then and kept in a ring), so the table's cache misses overlap. A second stage
+    /// computed then and kept in a ring), so the table's cache misses overlap; pages that are
+    /// not regular then are skipped. The table is first given room for the frames the pass can
+    /// leave (see the body), so a first pass does not double it as it goes. A second stage
     /// that read the prefetched slot half-way and prefetched the hint page's pmap slot or the
     /// charge record was measured and dropped: it cost more CPU than it saved (perf samples of
     /// the benchmark's first pass, 871-910 against 641-715 without it, runs alternated).
     pub fn full_scan(&mut self) -> u64 {
         const A: u32 = SCAN_AHEAD;
         // a ring of keys for pages ppn..=ppn + A (longer than A, so page ppn + A's key does
-        // not overwrite page ppn's before it is used)
+        // not overwrite page ppn's before it is used); 0 marks a page to skip: one not regular
+        // when looked ahead at is not regular at its turn either (a scan only makes pages
+        // shared), and a regular page whose key is 0 is never shared
         let mut keys = [0u64; 2 * SCAN_AHEAD as usize];
         let mask = 2 * SCAN_AHEAD - 1;
         let mut n = 0;
+        // room made once for the frames the pass leaves if no hint is stale: the shared frames
+        // and at most one frame per regular page (a hint, or a shared frame taking its page),
+        // so a first pass does not double the table (each doubling rehashes every frame into
+        // a fresh table); stale hints can still make it double
+        let regular: u64 = self.vms.iter().map(|v| v.pmap.count(PageState::Regular)).sum();
+        self.frames.reserve(self.frames.shared_frames() + regular as usize);
         for vm in 0..self.vms.len() as u32 {
             let pages = self.vms[vm as usize].pmap.pages();
+            let ahead = |h: &Self, ppn: u32| -> u64 {
+                let Some((cid, _)) = h.vms[vm as usize].pmap.regular(ppn) else { return 0 };
+                let k = key(cid);
+                h.frames.prefetch(k);
+                k
+            };
             for ppn in 0..pages.min(A) {
-                keys[(ppn & mask) as usize] = key(self.vms[vm as usize].pmap.content(ppn));
-                self.frames.prefetch(keys[(ppn & mask) as usize]);
+                keys[(ppn & mask) as usize] = ahead(self, ppn);
             }
             for ppn in 0..pages {
                 if ppn + A < pages {
-                    let k = key(self.vms[vm as usize].pmap.content(ppn + A));
-                    keys[((ppn + A) & mask) as usize] = k;
-                    self.frames.prefetch(k);
+                    keys[((ppn + A) & mask) as usize] = ahead(self, ppn + A);
                 }
-                self.share_keyed(vm, ppn, keys[(ppn & mask) as usize]);
-                n += 1;
+                let k = keys[(ppn & mask) as usize];
+                if k != 0 {
+                    self.share_keyed(vm, ppn, k);
+                }
             }
+            n += u64::from(pages);
             self.vms[vm as usize].c.scanned += u64::from(pages);
         }
         // the charge histograms' deferred updates, once per frame (part of the scan's cost)

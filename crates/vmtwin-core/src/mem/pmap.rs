@@ -107,6 +107,20 @@ impl Pmap {
         STATES[(self.slots[ppn as usize].entry >> STATE_SHIFT) as usize]
     }
 
+    /// Whether page `ppn` is in `state` (compares the encoded field, no decoding).
+    #[inline]
+    pub fn is(&self, ppn: u32, state: PageState) -> bool {
+        self.slots[ppn as usize].entry >> STATE_SHIFT == state as u32
+    }
+
+    /// Content id and machine page of page `ppn` if it is regular (one slot read: the sharing
+    /// scanner's question).
+    #[inline]
+    pub fn regular(&self, ppn: u32) -> Option<(u64, u32)> {
+        let s = self.slots[ppn as usize];
+        (s.entry >> STATE_SHIFT == PageState::Regular as u32).then_some((s.content & CONTENT_MASK, s.entry & INDEX_MASK))
+    }
+
     /// Index field of page `ppn` (MPN for regular and shared pages, quarters for compressed).
     #[inline]
     pub fn index(&self, ppn: u32) -> u32 {
