@@ -124,7 +124,7 @@ impl Table {
         RowWriter { cols: self.columns.iter_mut() }
     }
 
-    /// A writer of at most `rows` more rows straight into the columns' memory (see [`Rows`]).
+    /// A writer of at most `rows` more rows into room reserved in the columns (see [`Rows`]).
     pub fn append(&mut self, rows: usize) -> Rows<'_> {
         self.reserve(rows);
         let slots = self
@@ -140,7 +140,8 @@ impl Table {
                 Slot { at, kind, name: *name }
             })
             .collect();
-        Rows { cols: &mut self.columns, slots, done: 0, room: rows }
+        let block = vec![0; rows.min(BLOCK_ROWS) * self.columns.len()];
+        Rows { cols: &mut self.columns, slots, block, gathered: 0, done: 0, room: rows }
     }
 
     /// Reserve room for `rows` more rows in every column.
@@ -263,7 +264,7 @@ enum Kind {
     U32,
 }
 
-/// Where a [`Rows`] writer stores one column's cells.
+/// Where a [`Rows`] writer moves one column's cells.
 struct Slot {
     /// the column's first free slot when the writer was made
     at: *mut u8,
@@ -271,16 +272,32 @@ struct Slot {
     name: &'static str,
 }
 
-/// Appends up to a given number of rows (see [`Table::append`]), each cell stored straight into
-/// room reserved beforehand: no length update or capacity check per cell, where a
-/// [`RowWriter`] push costs about 20 instructions (a 1,024-VM host writes 40,000 cells per
-/// sample). Rows, written cell by cell in schema order with [`Rows::row`], join the columns
-/// when the writer is dropped; a row left short panics and is not kept.
+/// Rows a [`Rows`] writer gathers before it moves them into the columns. Large columns are each
+/// their own page-aligned allocation, so row i of every column falls in the same L1 set (4 KiB
+/// apart on a 32 KiB 8-way L1): written row by row, the `vcpu` table's 23 columns evict one
+/// another at every cell. Moved column by column a block at a time, each column's lines are
+/// filled whole before the next column's. 64 rows of the widest table (23 cells) are 11.8 KB,
+/// so the block and the lines it fills stay within L1. Source: sized here (benchmarks/README.md,
+/// "Session 23: bench-1024vm cache misses").
+const BLOCK_ROWS: usize = 64;
+
+/// Appends up to a given number of rows (see [`Table::append`]) into room reserved beforehand:
+/// no length update or capacity check per cell, where a [`RowWriter`] push costs about 20
+/// instructions (a 1,024-VM host writes 40,000 cells per sample). Cells are gathered row-major
+/// in a block of [`BLOCK_ROWS`] rows and moved into the columns a block at a time, column by
+/// column (one L1 miss per cache line of a column, not per cell). Rows, written cell by cell in
+/// schema order with [`Rows::row`], join the columns when the writer is dropped; a row left
+/// short panics and is not kept.
 pub struct Rows<'a> {
     /// the table's columns, borrowed so that none can grow (move) while the writer lives
     cols: &'a mut [(&'static str, Column)],
     slots: Vec<Slot>,
-    /// rows written in full
+    /// rows gathered and not yet moved, row-major, a cell as 64 bits (a float's bits, a u32
+    /// widened): room for [`BLOCK_ROWS`] rows
+    block: Vec<u64>,
+    /// whole rows in `block`
+    gathered: usize,
+    /// rows moved into the columns
     done: usize,
     /// rows reserved
     room: usize,
@@ -290,29 +307,55 @@ impl<'a> Rows<'a> {
     /// The next row; panics beyond the rows reserved.
     #[inline]
     pub fn row(&mut self) -> Row<'_, 'a> {
-        assert!(self.done < self.room, "more rows than the {} reserved", self.room);
-        Row { k: 0, rows: self }
+        assert!(self.done + self.gathered < self.room, "more rows than the {} reserved", self.room);
+        let n = self.slots.len();
+        // the row's cells: `gathered < BLOCK_ROWS` (a full block is moved out at once) and
+        // `gathered < room` leave room for them in `block`
+        let cells = self.block[self.gathered * n..][..n].as_mut_ptr();
+        Row { slots: self.slots.as_ptr(), n, cells, k: 0, rows: self }
     }
 
-    /// Store cell `x` of type `kind` as the row's next cell.
-    #[inline(always)]
-    fn put<T>(&mut self, k: usize, kind: Kind, name: &'static str, x: T) {
-        let slot = self.slots.get(k).expect("a cell beyond the schema");
-        assert!(slot.kind == kind, "column {} is {:?}, given a {kind:?}", slot.name, slot.kind);
-        debug_assert_eq!(slot.name, name);
-        // SAFETY: `slot.at` is the column's first free slot for a `T` (its kind, checked above),
-        // with room for `room` values after it (`Table::append` reserved them), and
-        // `done < room` (`row`); the column cannot reallocate while `cols` is borrowed here
-        unsafe { (slot.at as *mut T).add(self.done).write(x) }
+    /// Move the gathered rows into the columns, column by column.
+    fn flush(&mut self) {
+        let (n, rows) = (self.slots.len(), self.gathered);
+        let block = self.block.as_ptr();
+        for (k, slot) in self.slots.iter().enumerate() {
+            // SAFETY: the block holds `rows` whole rows of `n` cells, so cell `k` of row `r` is
+            // at `r * n + k`. `slot.at` is the column's first free slot for its kind's type,
+            // with room for `room` values after it (`Table::append` reserved them) and
+            // `done + rows <= room` (`row`); the column cannot reallocate while `cols` is
+            // borrowed here. A float column takes its values' bits (`f64` and `u64` have one
+            // size and alignment).
+            unsafe {
+                let from = block.add(k);
+                match slot.kind {
+                    Kind::F64 | Kind::U64 => {
+                        let at = (slot.at as *mut u64).add(self.done);
+                        for r in 0..rows {
+                            at.add(r).write(*from.add(r * n));
+                        }
+                    }
+                    Kind::U32 => {
+                        let at = (slot.at as *mut u32).add(self.done);
+                        for r in 0..rows {
+                            at.add(r).write(*from.add(r * n) as u32);
+                        }
+                    }
+                }
+            }
+        }
+        self.done += rows;
+        self.gathered = 0;
     }
 }
 
 impl Drop for Rows<'_> {
     fn drop(&mut self) {
+        self.flush();
         for (_, c) in self.cols.iter_mut() {
-            // SAFETY: the `done` values after each column's length were written by complete
-            // rows (`Row`'s drop counts a row only when every cell was stored) within the
-            // reserved capacity
+            // SAFETY: the `done` values after each column's length were written by `flush`
+            // from complete rows (`Row`'s drop counts a row only when every cell was gathered)
+            // within the reserved capacity
             unsafe {
                 match c {
                     Column::F64(v) => v.set_len(v.len() + self.done),
@@ -326,14 +369,27 @@ impl Drop for Rows<'_> {
 
 /// One row of a [`Rows`] writer: every cell, in schema order, with the column's type.
 pub struct Row<'r, 'a> {
-    rows: &'r mut Rows<'a>,
+    /// the writer's schema (`rows.slots`) and this row's `n` cells in its block, held as
+    /// pointers so that a cell is a check of its type and a store (the fields stay in
+    /// registers; through `rows` each would be loaded again after every store)
+    slots: *const Slot,
+    n: usize,
+    cells: *mut u64,
+    /// cells written
     k: usize,
+    rows: &'r mut Rows<'a>,
 }
 
 impl Row<'_, '_> {
     #[inline(always)]
-    fn put<T>(&mut self, kind: Kind, name: &'static str, x: T) {
-        self.rows.put(self.k, kind, name, x);
+    fn put(&mut self, kind: Kind, name: &'static str, bits: u64) {
+        assert!(self.k < self.n, "a cell beyond the schema");
+        // SAFETY: `k < n`: `slots` and `cells` point at `n` slots and cells (`Rows::row`),
+        // which `rows`, borrowed, keeps in place
+        let slot = unsafe { &*self.slots.add(self.k) };
+        assert!(slot.kind == kind, "column {} is {:?}, given a {kind:?}", slot.name, slot.kind);
+        debug_assert_eq!(slot.name, name);
+        unsafe { self.cells.add(self.k).write(bits) };
         self.k += 1;
     }
 }
@@ -341,7 +397,7 @@ impl Row<'_, '_> {
 impl Cells for Row<'_, '_> {
     #[inline(always)]
     fn f64(&mut self, name: &'static str, x: f64) {
-        self.put(Kind::F64, name, x);
+        self.put(Kind::F64, name, x.to_bits());
     }
 
     #[inline(always)]
@@ -351,14 +407,17 @@ impl Cells for Row<'_, '_> {
 
     #[inline(always)]
     fn u32(&mut self, name: &'static str, x: u32) {
-        self.put(Kind::U32, name, x);
+        self.put(Kind::U32, name, u64::from(x));
     }
 }
 
 impl Drop for Row<'_, '_> {
     fn drop(&mut self) {
-        if self.k == self.rows.slots.len() {
-            self.rows.done += 1;
+        if self.k == self.n {
+            self.rows.gathered += 1;
+            if self.rows.gathered == BLOCK_ROWS {
+                self.rows.flush();
+            }
         } else {
             assert!(std::thread::panicking(), "a row left short");
         }
@@ -390,7 +449,8 @@ mod tests {
             want.push_row(&row);
             got.push_row(&row);
         }
-        for (batch, n) in [(0u64, 3u64), (1, 0), (2, 40)] {
+        // 150 rows: two whole blocks of `BLOCK_ROWS` and a partial one
+        for (batch, n) in [(0u64, 3u64), (1, 0), (2, 40), (3, 150)] {
             let mut rows = got.append(n as usize + 2); // room for more than are written
             for i in 0..n {
                 cells(&mut rows.row(), 100 * batch + i);
@@ -402,7 +462,7 @@ mod tests {
                 want.push_row(&row);
             }
         }
-        assert_eq!(got.rows(), 5 + 3 + 40);
+        assert_eq!(got.rows(), 5 + 3 + 40 + 150);
         assert_eq!(got.columns, want.columns);
     }
 
