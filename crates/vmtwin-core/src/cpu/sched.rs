@@ -434,6 +434,10 @@ pub struct CpuSched {
     pub limiters: Vec<Limiter>,
     /// per VM, the limiters that bind it: its own, then its pools' from the nearest up
     chains: Vec<Vec<u32>>,
+    /// some limiter has had a bucket or a vCPU under it: until then every limiter is idle (no
+    /// bucket, no active weight) and `set_weights` skips them (1,024 of them, a cache line or
+    /// two each, on a 1,024-VM host)
+    limits_set: bool,
     /// decision counters
     pub stats: SchedStats,
     pcpus: Vec<Pcpu>,
@@ -584,6 +588,7 @@ impl CpuSched {
             vcpus,
             limiters: vec![Limiter::default(); vcpus_per_vm.len()],
             chains: (0..vcpus_per_vm.len() as u32).map(|vm| vec![vm]).collect(),
+            limits_set: false,
             stats: SchedStats::default(),
             pcpus: vec![Pcpu { running: NONE, run_guard: f64::NEG_INFINITY, ..Pcpu::default() }; n],
             queues,
@@ -983,6 +988,7 @@ impl CpuSched {
         s.user_mhz = limit_mhz.map(|l| l as f64);
         let effective = min_limit(s.user_mhz, s.share_mhz);
         s.bucket = effective.map(|l| TokenBucket::new(l, self.core_mhz, self.params.limit_burst_ns, now));
+        self.limits_set |= limited || effective.is_some();
         if let Some(b) = &mut s.bucket {
             b.set_active(n);
         }
@@ -1025,6 +1031,7 @@ impl CpuSched {
                 let mut b = TokenBucket::new(a, self.core_mhz, self.params.limit_burst_ns, now);
                 b.set_active(s.active_n);
                 s.bucket = Some(b);
+                self.limits_set = true;
             }
             (Some(_), None) => {
                 s.bucket = None;
@@ -1040,6 +1047,7 @@ impl CpuSched {
         let bucket = TokenBucket::new(limit_mhz as f64, self.core_mhz, self.params.limit_burst_ns, 0);
         // called before any VM is powered on, so no vCPU is active yet
         self.limiters.push(Limiter { bucket: Some(bucket), ..Limiter::default() });
+        self.limits_set = true;
         for &vm in vms {
             self.chains[vm as usize].push(id);
             let vcpus = self.vcpus_of(vm);
@@ -2629,7 +2637,8 @@ impl CpuSched {
         let max_lag = self.params.max_lag_ns as f64;
         let max_debt = self.params.max_debt_ns as f64;
         self.clock.reset(0.0);
-        for l in &mut self.limiters {
+        let limiters = if self.limits_set { &mut self.limiters[..] } else { &mut [] };
+        for l in limiters {
             l.active_alloc = 0.0;
             l.active_n = 0;
         }
@@ -2654,7 +2663,8 @@ impl CpuSched {
                 }
             }
         }
-        for l in &mut self.limiters {
+        let limiters = if self.limits_set { &mut self.limiters[..] } else { &mut [] };
+        for l in limiters {
             if let Some(b) = &mut l.bucket {
                 b.set_active(l.active_n);
             }
