@@ -1124,10 +1124,10 @@ impl CpuSched {
         self.stats.preemptions += 1;
         // the victim's slice timer is re-armed by start() below, not cancelled
         let r = self.stop(victim, now);
-        self.set_state(r, now, VcpuState::Ready);
         if let Some(l) = self.throttled(r, now) {
             self.hold(r, l, now, q);
         } else {
+            self.set_state(r, now, VcpuState::Ready);
             self.enqueue(victim, r);
         }
         self.start(victim, v, now, q);
@@ -1630,7 +1630,7 @@ impl CpuSched {
             return;
         }
         if let Some(l) = self.throttled(v, now) {
-            self.set_state(v, now, VcpuState::Ready);
+            // straight from RUN: a READY of no length between them changed nothing
             self.hold(v, l, now, q);
             self.dispatch(p, now, q);
             return;
@@ -2448,7 +2448,8 @@ impl CpuSched {
         None
     }
 
-    /// Park ready vCPU `v` in MLMTD until limiter `l`'s bucket refills.
+    /// Park vCPU `v` (READY, or RUN and already stopped) in MLMTD until limiter `l`'s bucket
+    /// refills.
     fn hold(&mut self, v: u32, l: u32, now: Time, q: &mut EventQueue) {
         self.set_state(v, now, VcpuState::Mlmtd);
         self.held_count += 1;
