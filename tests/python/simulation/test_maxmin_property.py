@@ -40,8 +40,8 @@ beside bursty VMs that get all they want loses what the bursts overlap (four vCP
 leave a busy 2-vCPU VM 1.58 pCPUs, not the 1.92 of max-min on mean demands: the mean-demand
 oracle assumes the bursty VM's vCPUs would queue for it: scripts/gps_bursty_case.py, a fluid
 reference, attains it with the entitlements as weights and not with the shares); and near
-saturation the scheduler's
-demand estimate cannot tell a vCPU whose wake-ups collide often from a backlogged one. The
+saturation the scheduler's demand estimate cannot tell a vCPU whose wake-ups collide often from
+a backlogged one. The
 quarantined tests run on every `make test` and report XPASS/XFAIL, so progress shows.
 """
 
