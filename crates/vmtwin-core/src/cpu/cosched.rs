@@ -283,7 +283,7 @@ pub fn next_release_in(i: usize, progress_ns: &[Time], progressing: &[bool], cos
 /// leads some still sibling by more than the threshold exactly when it leads the slowest still
 /// one by that much, so this one summary answers both (the scheduler looks at a VM at every
 /// start and stop of one of its vCPUs, and reads it from the VM's folded [`Pace`],
-/// [`Lead::at`]; [`Lead::add`] is its definition over the siblings one by one).
+/// [`Lead::at`]; the tests' `Lead::add` is its definition over the siblings one by one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Lead {
     /// least progress of a sibling not progressing, ns; `Time::MAX` when every one progresses
@@ -298,8 +298,9 @@ impl Lead {
     /// No sibling seen yet.
     pub const NONE: Lead = Lead { slowest_still: Time::MAX, slowest: Time::MAX, leader: None };
 
-    /// Count in a sibling with `progress_ns`, progressing or not, running or not.
-    #[inline(always)]
+    /// Count in a sibling with `progress_ns`, progressing or not, running or not: the
+    /// definition the folded paces ([`Lead::at`]) are tested against; the scheduler reads paces.
+    #[cfg(test)]
     pub fn add(&mut self, progress_ns: Time, progressing: bool, running: bool) {
         self.slowest = self.slowest.min(progress_ns);
         if !progressing {
@@ -404,8 +405,8 @@ impl Pace {
 }
 
 impl Lead {
-    /// The siblings' [`Lead`] at `now` from their paces folded ([`Pace::fold`]), as
-    /// [`Lead::add`] over each one's progress finds it: the slowest still sibling, the running
+    /// The siblings' [`Lead`] at `now` from their paces folded ([`Pace::fold`]), as the tests'
+    /// `Lead::add` over each one's progress finds it: the slowest still sibling, the running
     /// leader at `now - least running lag`, and the slowest of all, which is a still one or the
     /// progressing one with the most lag (with none progressing, `now` is no less than any
     /// progress, so the minimum is the still one's).
