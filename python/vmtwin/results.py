@@ -270,7 +270,8 @@ def columns_from_engine(
     ----------
     raw : mapping
         The engine's ``drain_tables()``: per table, per column, ``(dtype, bytes)`` with dtype ``"f64"``,
-        ``"u64"`` or ``"u32"`` and the values as little-endian bytes.
+        ``"u64"`` or ``"u32"`` and the values as little-endian bytes (any bytes-like object: the
+        engine hands over each column's own memory, which the arrays made here keep alive).
     vm_names : list of str or pyarrow string array
         ``Simulation.vm_names()``; ``vm_id`` indexes into it.
     host : str, optional

@@ -1,6 +1,7 @@
 //! PyO3 bindings of vmtwin-core: thin wrappers only, no engine logic.
 
 mod batch;
+mod column;
 mod cosched;
 mod engine;
 mod error;
@@ -13,6 +14,7 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<simulation::PySimulation>()?;
+    m.add_class::<column::ColumnBytes>()?;
     m.add_function(wrap_pyfunction!(batch::run_fluid_hosts, m)?)?;
     m.add_function(wrap_pyfunction!(cosched::cosched_example, m)?)?;
     exceptions::register(m)?;

@@ -8,10 +8,11 @@
 //! instead of `OverflowError`; Ctrl-C is checked between VM admissions while the engine is built
 //! and every [`EVENTS_PER_SIGNAL_CHECK`] events while it runs.
 
+use crate::column::ColumnBytes;
 use crate::error::PyVmtwinErr;
 use crate::exceptions::{ScenarioError, SimulationError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::PyDict;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use crate::engine::Engine;
 use vmtwin_core::cpu::SchedStats;
@@ -221,17 +222,18 @@ impl PySimulation {
     }
 
     /// The rows sampled since the last call, moved out of the engine, as
-    /// {table: {column: (dtype, little-endian bytes)}} in schema order.
+    /// {table: {column: (dtype, little-endian bytes)}} in schema order; the bytes are
+    /// [`ColumnBytes`], each column's own memory (no copy).
     fn drain_tables<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyDict>> {
         let py = slf.py();
         let tables = borrow_mut(slf)?.guarded(|sim| sim.drain_tables())?;
         let out = PyDict::new(py);
-        for (name, table) in &tables {
+        for (name, table) in tables {
             let cols = PyDict::new(py);
-            for (col, values) in &table.columns {
-                cols.set_item(*col, (values.dtype(), PyBytes::new(py, &values.le_bytes())))?;
+            for (col, values) in table.columns {
+                cols.set_item(col, (values.dtype(), ColumnBytes::new(values)))?;
             }
-            out.set_item(*name, cols)?;
+            out.set_item(name, cols)?;
         }
         Ok(out)
     }

@@ -279,6 +279,31 @@ def test_streaming_folder_appears_only_when_written(tmp_path):
         sim.run_until("60s")
 
 
+def test_drained_columns_are_read_only_buffers_that_outlive_the_drain():
+    """``drain_tables`` hands each column's memory to Python without a copy: a read-only buffer of
+    the column's little-endian values, kept alive by the arrays made from it."""
+    import gc
+
+    import numpy as np
+
+    sim = Simulation(STEPPED)
+    sim._sim.run_until(10 * 10**9, lambda ns: True)
+    raw = sim._sim.drain_tables()
+    dtype, data = raw["vcpu"]["run_ns"]
+    view = memoryview(data)
+    assert dtype == "u64" and view.readonly and view.nbytes == len(data) == 8 * 40  # 4 vCPUs on x 10 samples
+    with pytest.raises(TypeError):
+        view[0] = 1
+    run = np.frombuffer(data, dtype="<u8")
+    times = np.frombuffer(raw["vcpu"]["time_s"][1], dtype="<f8")
+    del raw, data, view
+    gc.collect()
+    sim._sim.run_until(20 * 10**9, lambda ns: True)  # the engine's next rows go elsewhere
+    assert sorted(set(times.tolist())) == [float(s) for s in range(1, 11)]
+    assert run.max() <= 10**9 and run.sum() > 0
+    assert len(sim._sim.drain_tables()["vcpu"]["run_ns"][1]) == 8 * 40  # only the new rows
+
+
 def test_stream_to_refuses_an_existing_results_folder_before_the_run(tmp_path):
     first = Simulation(STEPPED)
     first.run()
