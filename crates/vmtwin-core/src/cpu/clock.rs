@@ -17,11 +17,23 @@
 //!   exactly the CPU time it consumes whatever its weight, so a near-zero-entitlement VM whose
 //!   key races ahead moves `V` no more than any other VM running as long (the old clock, the
 //!   largest key ever dispatched, was driven to 1e15 by one such VM).
-//! - Waiting and idling neither bank credit nor cost a penalty: a sleeping vCPU is not part of
-//!   `V`, and on waking its lag is clamped to `max_lag_ns` of CPU either way, so however long it
-//!   slept it is owed at most that much. A vCPU that uses less than its share (a VM demanding
-//!   less than its entitlement) therefore wakes owed up to `max_lag_ns` and runs at once, which
-//!   is what lets it receive its whole demand with near-zero ready time.
+//! - Waiting and idling cost no penalty and bank a bounded credit: a sleeping vCPU is not part
+//!   of `V` and keeps its key while `V` moves on, so it wakes owed what the clock moved while it
+//!   slept, less any debt it halted with, clamped to `max_lag_ns` of CPU either way: however
+//!   long it slept, it is owed at most that much. A vCPU that uses less than its share (a VM
+//!   demanding less than its entitlement) therefore wakes owed CPU and runs at once, which is
+//!   what lets it receive its whole demand with near-zero ready time (issue 5's semantic test).
+//! - Why a halted vCPU does not keep the lag it halted with (research/cpu.md C3 read literally,
+//!   "entitled and charged accumulate only while runnable"; EEVDF without sleeper credit): a
+//!   vCPU would then get its weighted fluid share only while runnable, and weights are shares
+//!   at the water level (`entitlement.rs`), so every burst of a VM under its share would wait
+//!   behind the busy vCPUs. Measured (docs/cpu-scheduler.md, "The fair clock across a halt"):
+//!   the semantic test's duty-0.2 VM among three busy ones on one pCPU goes from 0 to 61 %RDY
+//!   (75 keeping only the debt), and the max-min census from 396 to 370 of 400 (356). Every
+//!   variant tried that keeps the semantic (debt kept and the halt credited at the entitlement
+//!   rate: 384) does worse on the census than this clock. The bound `max_lag_ns` is what C3's
+//!   "idle banks no credit" is for here: a vCPU that slept for minutes is owed no more than
+//!   one that slept for a burst, so it cannot monopolise a pCPU on waking.
 //! - Lag is bounded for every vCPU, runnable or not: the scheduler clamps every lag to
 //!   `max_lag_ns` of credit and `max_debt_ns` of debt at each entitlement update, when weights
 //!   change (keys are rescaled so that a vCPU keeps its lag in CPU time across a weight change,
@@ -47,6 +59,12 @@
 //! # Known gaps
 //! - One clock for the host: vCPUs of different resource pools are compared directly, through
 //!   weights that already carry the pool tree (`entitlement.rs`), rather than by a clock per pool.
+//! - A VM under its share whose bursts overlap is served at once even when the VM they take
+//!   time from sits near its per-vCPU cap and cannot take it back (issue 5's bursty-beside-
+//!   capped case: a busy 2-vCPU VM gets 1.76 pCPU on average, not the 1.92 of max-min on mean
+//!   demands). Reaching 1.92 means queueing the bursty VM's overlapping bursts (the fluid
+//!   reference that attains it keeps each of its vCPUs READY 45% of the time), which the
+//!   near-zero-%RDY semantic forbids; see docs/cpu-scheduler.md.
 
 use crate::sim::{ns_f, Time};
 

@@ -758,7 +758,10 @@ impl CpuSched {
     }
 
     /// Place a vCPU that is about to become runnable within `max_lag_ns` of CPU time of the
-    /// fair clock: waiting or idling banks no more credit than that and costs no more. A vCPU
+    /// fair clock: waiting or idling banks no more credit than that and costs no more. A waking
+    /// vCPU keeps the key it halted with, so what the clock moved while it slept is its credit
+    /// (less any debt it halted with); why the lag at the halt is not kept instead is in
+    /// `clock.rs` (measured: it queues every burst of a VM under its share). A vCPU
     /// released by a limit (`from_hold`) is placed owed at most half as much: it was held by its
     /// own limit, not idle, so it runs ahead of vCPUs that have had their share (and shows its
     /// waiting as MLMTD rather than READY) but behind VMs waking from real idleness.
