@@ -121,6 +121,41 @@ fn a_co_runner_on_the_llc_costs_what_the_capacity_model_says() {
     assert!((got - expect).abs() < 2e-3, "{got} vs {expect}");
 }
 
+#[test]
+fn two_vcpus_missing_to_one_node_wait_the_md1_queue_their_misses_make() {
+    // the pair above, each with its 8 MB working set on half of the 8 MB LLC (about 10 M misses a
+    // second, 0.6 GB/s), on a node of 2 GB/s: utilisation ~0.6, well into the queue
+    let ws = 8 << 20;
+    let base = spec(2, 10 * S, vec![vm("a", 1, 1000, 0, None, busy()), vm("b", 1, 1000, 0, None, busy())]);
+    let free = run(with_perf(base.clone(), ws));
+    let mut s = with_perf(base, ws);
+    s.perf.as_mut().unwrap().params.mem_node_bytes_per_ns = 2.0;
+    let queued = run(s.clone());
+    let (tf, tq) = (free.table("vcpu_perf").unwrap(), queued.table("vcpu_perf").unwrap());
+    assert!(col(tf, "mem_wait").iter().all(|&w| w == 0.0), "no bandwidth given: no wait");
+    let (misses, waits, units, cycles) = (col(tq, "llc_misses"), col(tq, "mem_wait"), col(tq, "work_units"), col(tq, "cycles"));
+    let (m0, u0) = (col(tf, "llc_misses"), col(tf, "work_units"));
+    // rows come in pairs (a, b) per 2 s sample; from the second sample on, nothing moves
+    for i in (2..tq.rows()).step_by(2) {
+        // by hand: rho = both vCPUs' misses x 64 B over 2 s at 2 GB/s; the wait is M/D/1's with a
+        // 32 ns transfer, over the 80 ns unloaded latency
+        let rho = (misses[i] + misses[i + 1]) * 64.0 / 2e9 / 2.0;
+        let w = 32.0 * rho / (2.0 * (1.0 - rho)) / 80.0;
+        assert!(rho > 0.3 && rho < 0.9, "row {i}: rho {rho}");
+        assert!((waits[i] - w).abs() < 1e-6 && (waits[i + 1] - w).abs() < 1e-6, "row {i}: {} vs {w}", waits[i]);
+        // each miss stalls 100 (1 + w) cycles: cycles per unit rise by w x 100 x misses per unit
+        let per_unit_free = cycles[i] / u0[i];
+        let per_miss = m0[i] / u0[i];
+        let expect = cycles[i] / (per_unit_free + w * 100.0 * per_miss);
+        assert!((units[i] - expect).abs() < 1e-6 * expect, "row {i}: {} vs {expect}", units[i]);
+        assert!((misses[i] / units[i] - per_miss).abs() < 1e-9 * per_miss, "misses per unit unchanged");
+    }
+    // the switch off gives the model without it, bit for bit
+    s.perf.as_mut().unwrap().params.mem_bandwidth = false;
+    let off = run(s);
+    assert_eq!(col(off.table("vcpu_perf").unwrap(), "work_units"), col(tf, "work_units"));
+}
+
 /// `profile(ws)` without LLC misses: its working set fits the LLC and none of its references
 /// miss there, so it inserts no LLC lines, only L2 lines (its 8 LLC references per 1000
 /// instructions).

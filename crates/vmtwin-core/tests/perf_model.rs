@@ -74,13 +74,14 @@ proptest! {
     fn every_run_cycle_is_accounted_for(
         run_ns in 0u64..5_000_000_000, moves in 0u32..40, cross in 0u32..5, node in 0u32..3,
         sibling in 0.0f64..=1.0, remote in 0.0f64..=1.0, corunners in 0.0f64..8.0, debt in 0.0f64..1e8,
-        virtualized: bool, ws_mb in 1u64..64, lock in 0.0f64..2.0, resumed in 0.0f64..1e6,
+        virtualized: bool, ws_mb in 1u64..64, lock in 0.0f64..2.0, resumed in 0.0f64..1e6, wait in 0.0f64..5.0,
     ) {
         let p = profile(virtualized, ws_mb << 20);
         // the cell lock's wait, from none to more than the run time (it is capped by it)
         let f = VcpuFacts { run_ns, moves_core: moves as f64, moves_llc: cross as f64, moves_node: node as f64,
                             ht_busy_ns: sibling * run_ns as f64, remote_fraction: remote, llc_corunners: corunners,
-                            lock_wait_ns: lock * run_ns as f64, resume_l2_lines: resumed / 8.0, resume_llc_lines: resumed };
+                            lock_wait_ns: lock * run_ns as f64, resume_l2_lines: resumed / 8.0, resume_llc_lines: resumed,
+                            mem_wait: wait };
         let e = execute(&p, &PerfParams::default(), MHZ, &f, debt);
         let cycles = MHZ * run_ns as f64 / 1000.0;
         prop_assert!(close(e.total(|l| l.cycles), cycles), "{} vs {}", e.total(|l| l.cycles), cycles);

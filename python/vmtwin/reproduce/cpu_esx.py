@@ -62,6 +62,14 @@ EQUAL_TOL = 0.05
 HOST1_MHZ = 2660
 #: Host2's clock: Opteron 8384, 2.7 GHz ([X])
 HOST2_MHZ = 2700
+#: Host1's memory bandwidth per engine NUMA node, GB/s: the PE 2950's Intel 5000P memory controller
+#: hub peaks at 21.3 GB/s (four FB-DIMM channels of DDR2-667, 4 x 5.33 GB/s; [X] Intel's 5000P
+#: datasheet figure, as recalled), and the engine's two nodes of Host1 interleave its memory
+#: (no homes), so each carries half
+HOST1_MEM_GB_PER_S = 10.66
+#: Host2's memory bandwidth per node, GB/s: an Opteron 8384's integrated controller, two channels of
+#: DDR2-800, 2 x 6.4 GB/s peak ([X] AMD's figure for Socket F "Shanghai", as recalled)
+HOST2_MEM_GB_PER_S = 12.8
 
 _CELL_NOTE = ("ESX 3.5: socket scheduler cells (cell_size 4), relaxed-3x co-scheduling, no LLC awareness; the cell "
               "lock's wait charged by the execution-speed model (perf.sched_lock_hold 3.8 us)")
@@ -81,8 +89,9 @@ def host1() -> Host:
 
 
 def host1_perf() -> PerfMachine:
-    """Host1's caches for the execution-speed model: 4 MB LLC, uniform memory (front-side bus)."""
-    return PerfMachine(llc="4MB", remote_latency_ratio=1.0)
+    """Host1's caches for the execution-speed model: 4 MB LLC, uniform memory (front-side bus), the
+    memory controller hub's bandwidth."""
+    return PerfMachine(llc="4MB", remote_latency_ratio=1.0, mem_node_gb_per_s=HOST1_MEM_GB_PER_S)
 
 
 ESX4_HOST1 = Version("ESX 4", CpuScheduler(numa_home_nodes=False, llc_aware=True, llc_balance=True,
@@ -201,8 +210,9 @@ def host2() -> Host:
 
 
 def host2_perf() -> PerfMachine:
-    """Host2's caches: a 6 MB L3 per socket ([X] Opteron 8384), remote memory at the model's default ratio."""
-    return PerfMachine(llc="6MB")
+    """Host2's caches: a 6 MB L3 per socket ([X] Opteron 8384), remote memory at the model's default ratio,
+    each node's memory bandwidth."""
+    return PerfMachine(llc="6MB", mem_node_gb_per_s=HOST2_MEM_GB_PER_S)
 
 
 #: Host2's VMs fit a node, so both versions give them NUMA home nodes; homes are a preference here

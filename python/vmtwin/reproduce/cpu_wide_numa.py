@@ -33,20 +33,26 @@ from vmtwin.scenario.perf import PerfMachine
 RATIO_TOL = 0.03
 HOST3_MHZ = 3000
 HOST4_MHZ = 2400
+#: Host3's memory bandwidth per node, GB/s: an Opteron 8222's integrated controller, two channels of
+#: DDR2-667, 2 x 5.33 GB/s peak ([X] AMD's figure for Socket F "Santa Rosa", as recalled)
+HOST3_MEM_GB_PER_S = 10.66
+#: Host4's per node: an Opteron 8378, two channels of DDR2-800, 2 x 6.4 GB/s peak ([X] AMD, "Shanghai")
+HOST4_MEM_GB_PER_S = 12.8
 
 _MEMORY = ("memory as the paper places it: ESX 4.1 interleaves it over the clients' home nodes (two clients: 1/2 "
-        "remote), ESX 4 over all four nodes (3/4 remote); memory bandwidth is not modelled")
+        "remote), ESX 4 over all four nodes (3/4 remote); each node's memory bandwidth shared (M/D/1)")
 
 
 def host3() -> tuple[Host, PerfMachine]:
     """Host3: 4 nodes of 2 cores, a private 1 MB L2 per core."""
     return Host(name="host3", sockets=4, llcs_per_node=2, cores_per_llc=1, core_mhz=HOST3_MHZ, memory="64GB"), \
-        PerfMachine(llc="1MB")
+        PerfMachine(llc="1MB", mem_node_gb_per_s=HOST3_MEM_GB_PER_S)
 
 
 def host4() -> tuple[Host, PerfMachine]:
     """Host4: 4 nodes of 4 cores sharing a 6 MB L3."""
-    return Host(name="host4", sockets=4, cores_per_llc=4, core_mhz=HOST4_MHZ, memory="72GB"), PerfMachine(llc="6MB")
+    return Host(name="host4", sockets=4, cores_per_llc=4, core_mhz=HOST4_MHZ, memory="72GB"), \
+        PerfMachine(llc="6MB", mem_node_gb_per_s=HOST4_MEM_GB_PER_S)
 
 
 def _sched(wide: bool, max_per: int = 0) -> CpuScheduler:

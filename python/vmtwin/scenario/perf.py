@@ -126,10 +126,19 @@ class PerfMachine(_Model):
     resume_refill: Optional[Annotated[bool, Strict()]] = Field(
         None, description="Charge a vCPU returning to its core or LLC for the footprint other work evicted meanwhile "
                           "(docs/execution-speed.md); false: only a move costs a refill.")
+    mem_bandwidth: Optional[Annotated[bool, Strict()]] = Field(
+        None, description="Share each NUMA node's memory bandwidth among the vCPUs missing to it (an M/D/1 queue per "
+                          "memory controller, docs/execution-speed.md); acts where mem_node_gb_per_s is given.")
+    mem_node_gb_per_s: Optional[NonNeg] = Field(
+        None, description="Peak bandwidth of one NUMA node's memory controller, GB/s (channels x rate x 8 B); "
+                          "unset or 0: no contention.")
+    mem_latency: Optional[Nanos] = Field(None, description="Unloaded local memory latency, e.g. '80ns' (the scale of "
+                                         "a queueing wait).")
 
     def to_engine(self) -> dict[str, Any]:
         names = {"llc": "llc_bytes", "l2": "l2_bytes", "line": "line_bytes", "llc_refill_line": "llc_refill_line_ns",
-                 "mem_refill_gb_per_s": "mem_refill_bytes_per_ns", "sched_lock_hold": "sched_lock_hold_ns"}
+                 "mem_refill_gb_per_s": "mem_refill_bytes_per_ns", "sched_lock_hold": "sched_lock_hold_ns",
+                 "mem_node_gb_per_s": "mem_node_bytes_per_ns", "mem_latency": "mem_latency_ns"}
         # attributes, not model_dump: the unit fields serialize back to their file form ("4MB")
         return {names.get(k, k): getattr(self, k) for k in type(self).model_fields if getattr(self, k) is not None}
 

@@ -15,6 +15,8 @@
 //!
 //! - `walk.rs`: the nested-paging walk cost (`nm + n + m` references, page-walk caches)
 //! - `model.rs`: the CPI model, the penalties, the per-vCPU counters (`vcpu_perf` table)
+//! - `membw.rs`: memory bandwidth contention (an M/D/1 queue per NUMA node's memory controller,
+//!   solved as a fixed point with the vCPUs' miss rates at each sample)
 //! - `params.rs`: machine tunables ([`PerfParams`]) and workload profiles ([`PerfProfile`]),
 //!   each with its unit, default and source
 //!
@@ -38,9 +40,13 @@
 //! | `ht_core_gain` | fraction | 0.25 | [X] Intel's "up to 30%" |
 //! | `sched_lock_hold_ns` | ns | 3800 | [X] a whole context switch's direct cost (upper bound) |
 //! | `resume_refill` | switch | true | the mechanism of `cpu/cache.rs` (returns refill what others evicted); no constant of its own |
+//! | `mem_bandwidth` | switch | true | the mechanism of `membw.rs`; acts where a bandwidth is given |
+//! | `mem_node_bytes_per_ns` | GB/s | 0 (not given) | per host: the platform's peak (channels x rate x 8 B), [X] vendor figures in the reproductions |
+//! | `mem_latency_ns` | ns | 80 | [X] as `llc_miss_stall_cycles` |
 //! | per layer `cpi_core`, `instructions_per_unit`, `walks_per_kinstr`, `llc_refs_per_kinstr`, `llc_base_miss_ratio` | per unit / per 1000 instructions | profile | presets: research/perf-methodology.md C.3-8 |
 //! | `walk.*` levels, hit probabilities, cycles per reference | levels, probability, cycles | 4/4, 0, 12.5/3.0 | A.8; Table 3 calibration |
 
+mod membw;
 mod model;
 mod params;
 mod walk;

@@ -40,6 +40,11 @@
 //!   `mem_refill_bytes_per_ns` (slower by the NUMA factor for its remote share).
 //! - **LLC sharing** with co-runners: the capacity term of `miss_ratio` above.
 //! - **Remote NUMA memory**: the `r` term of `miss_stall`.
+//! - **Memory bandwidth** (`mem_bandwidth`, where `mem_node_bytes_per_ns` is given): each
+//!   node's memory controller is an M/D/1 queue loaded by the misses of the vCPUs whose memory
+//!   it holds; its wait, over `mem_latency_ns`, adds `w` to the latency factor of `miss_stall`
+//!   (`1 + r (remote_latency_ratio - 1) + w`). The waits and the miss rates are solved together
+//!   at each sample (`membw.rs`).
 //! - **A busy hyperthread sibling**: for the run time `h` with the sibling busy, the thread gets
 //!   `(1 + ht_core_gain)/2` of the core, the rest of those cycles stall.
 //! - **Waiting for the scheduler's lock** (the ESX 3.x cell lock, `cpu/cells.rs`): each of the
@@ -79,14 +84,15 @@
 //!   co-running assumed independent of the vCPU's own run). The run time beside a busy
 //!   hyperthread sibling is the scheduler's own count (`CpuSched::ht_ns`) when it runs on both
 //!   threads; otherwise (one vCPU per core) it is estimated the same way, and is 0.
-//! - Co-runners are assumed to have the same working set (equal LLC shares); memory bandwidth
-//!   contention is not modelled. With `resume_refill` the co-runners are the other pCPUs' busy
+//! - Co-runners are assumed to have the same working set (equal LLC shares). Memory bandwidth
+//!   is shared per node only (`membw.rs` lists its gaps). With `resume_refill` the co-runners are the other pCPUs' busy
 //!   time (exact when the vCPU stayed on one pCPU over the interval; a move within the LLC counts
 //!   its own run on the pCPU it left as a co-runner's).
 //! - Returns: the gaps of `cpu/cache.rs` (random replacement, full footprints at departure,
 //!   insertion rates fixed at a slice's start, unprofiled VMs insert nothing).
 //! - No PMU model: no multiplexing, no counter width, no vPMC save/restore.
 
+use super::membw::{self, Controllers, Demand, MissCurve};
 use super::params::{LayerProfile, PerfParams, PerfProfile};
 use crate::cpu::{CacheWarmth, CpuSched, WarmthProfile};
 use crate::hw::Topology;
@@ -121,6 +127,9 @@ pub struct VcpuFacts {
     /// LLC lines other work evicted while it was away from its LLC, refilled from memory on its
     /// returns (`cpu/cache.rs`)
     pub resume_llc_lines: f64,
+    /// queueing wait of its misses at the memory controllers, in unloaded local latencies
+    /// (`membw.rs`; 0 without bandwidth contention)
+    pub mem_wait: f64,
 }
 
 /// One layer's counts over an interval.
@@ -155,6 +164,8 @@ pub struct Executed {
     pub lock_wait_cycles: f64,
     /// refill cycles still owed at the end of the interval
     pub debt_cycles: f64,
+    /// LLC misses of the interval's refills (part of the layers' `llc_misses`)
+    pub refill_misses: f64,
 }
 
 impl Executed {
@@ -262,7 +273,7 @@ pub fn execute(profile: &PerfProfile, params: &PerfParams, mhz: f64, f: &VcpuFac
     let ws = profile.working_set_bytes.max(1) as f64;
     let share = params.llc_bytes as f64 / (1.0 + f.llc_corunners.max(0.0));
     let capacity_miss = (1.0 - share / ws).max(0.0);
-    let miss_stall = params.llc_miss_stall_cycles * memory_latency(params, f);
+    let miss_stall = params.llc_miss_stall_cycles * (memory_latency(params, f) + f.mem_wait.max(0.0));
     let nested = profile.virtualized;
     let costs = [
         layer_cost(&profile.user, nested, capacity_miss, miss_stall),
@@ -288,6 +299,7 @@ pub fn execute(profile: &PerfProfile, params: &PerfParams, mhz: f64, f: &VcpuFac
         ht_stall_cycles: ht_stall,
         lock_wait_cycles: lock_wait,
         debt_cycles: owed - paid,
+        refill_misses,
         ..Default::default()
     };
     for (i, c) in costs.iter().enumerate() {
@@ -306,9 +318,23 @@ pub fn execute(profile: &PerfProfile, params: &PerfParams, mhz: f64, f: &VcpuFac
     out
 }
 
+/// How `e`'s LLC misses would change with a queueing wait at memory (`membw.rs`), from the
+/// interval executed without one.
+pub fn miss_curve(params: &PerfParams, e: &Executed) -> MissCurve {
+    let productive = e.total(|l| l.cycles) - e.ht_stall_cycles - e.lock_wait_cycles - e.refill_cycles;
+    let mut c = MissCurve { refill_misses: e.refill_misses, ..Default::default() };
+    if e.work_units > 0.0 {
+        c.productive_cycles = productive;
+        c.cycles_per_unit = productive / e.work_units;
+        c.misses_per_unit = ((e.total(|l| l.llc_misses) - e.refill_misses) / e.work_units).max(0.0);
+        c.stall_per_unit = c.misses_per_unit * params.llc_miss_stall_cycles;
+    }
+    c
+}
+
 /// The units of work `f.run_ns` would have done alone (no co-runners, no moves, local memory, no
 /// lock) over those done under the interval's facts, `debt_cycles` of refill owed from before:
-/// the slowdown of the cache, NUMA and lock penalties. A busy hyperthread sibling is left out:
+/// the slowdown of the cache, NUMA, memory-bandwidth and lock penalties. A busy hyperthread sibling is left out:
 /// the scheduler already runs such a vCPU's work slower (`hw::thread_speed`). `None` when the
 /// vCPU did no work in the interval (it did not run, or refilled all along).
 pub fn slowdown(profile: &PerfProfile, params: &PerfParams, mhz: f64, f: &VcpuFacts, debt_cycles: f64) -> Option<f64> {
@@ -357,6 +383,12 @@ pub struct PerfModel {
     /// scratch: the nodes the current VM's memory is interleaved over (its clients' distinct home
     /// nodes; empty for a VM without a home: every node)
     mem_nodes: Vec<u32>,
+    /// scratch: the sample's profiled, powered-on vCPUs (vCPU, VM, index in the VM, facts)
+    rows: Vec<(usize, u32, u32, VcpuFacts)>,
+    /// scratch: their memory demand (`membw.rs`), in `rows` order, and the solve's outputs
+    demands: Vec<Demand>,
+    waits: Vec<f64>,
+    node_rho: Vec<f64>,
     /// the per-vCPU counters, one row per vCPU of a profiled VM per sample
     pub table: Table,
 }
@@ -398,6 +430,7 @@ fn perf_row(c: &mut impl Cells, t: f64, vm: u32, idx: u32, f: &VcpuFacts, e: &Ex
     c.f64("llc_corunners", f.llc_corunners);
     c.f64("sibling_busy", if f.run_ns > 0 { f.ht_busy_ns / f.run_ns as f64 } else { 0.0 });
     c.f64("remote_fraction", f.remote_fraction);
+    c.f64("mem_wait", f.mem_wait);
 }
 
 impl PerfModel {
@@ -449,6 +482,10 @@ impl PerfModel {
             busy: vec![0; n],
             disp: vec![0; n],
             mem_nodes: Vec::new(),
+            rows: Vec::new(),
+            demands: Vec::new(),
+            waits: Vec::new(),
+            node_rho: Vec::new(),
             table: Table::with_schema(&schema),
         }
     }
@@ -529,8 +566,10 @@ impl PerfModel {
             self.prev_disp[q] = total;
         }
         let t = now as f64 / NS_PER_S as f64;
+        let contention = self.params.mem_bandwidth && self.params.mem_node_bytes_per_ns > 0.0;
         let mut idx = 0u32;
         let mut prev_vm = u32::MAX;
+        self.rows.clear();
         for v in 0..sched.vcpus.len() {
             let vm = sched.vcpus[v].vm;
             idx = if vm == prev_vm { idx + 1 } else { 0 };
@@ -550,6 +589,23 @@ impl PerfModel {
             if !powered_on(vm) {
                 continue;
             }
+            if contention {
+                let k = self.rows.len();
+                if self.demands.len() == k {
+                    self.demands.push(Demand::default());
+                }
+                let e = execute(profile, &self.params, self.mhz, &facts, self.debt[v]);
+                let d = &mut self.demands[k];
+                d.curve = miss_curve(&self.params, &e);
+                d.nodes.clone_from(&self.mem_nodes);
+            }
+            self.rows.push((v, vm, idx, facts));
+        }
+        if contention && !self.rows.is_empty() {
+            self.solve_bandwidth(now);
+        }
+        for &(v, vm, idx, facts) in &self.rows {
+            let profile = self.profiles[vm as usize].as_ref().expect("rows are profiled VMs");
             let e = execute(profile, &self.params, self.mhz, &facts, self.debt[v]);
             if self.slowdown_read[v] {
                 self.slowdown[v] = slowdown(profile, &self.params, self.mhz, &facts, self.debt[v]).unwrap_or(self.slowdown[v]);
@@ -558,6 +614,22 @@ impl PerfModel {
             perf_row(&mut self.table.row(), t, vm, idx, &facts, &e);
         }
         self.last = now;
+    }
+
+    /// Share the nodes' memory bandwidth among the sample's rows (`membw.rs`): each row's
+    /// `mem_wait` at the fixed point of the nodes' queues.
+    fn solve_bandwidth(&mut self, now: Time) {
+        let c = Controllers {
+            nodes: self.nodes,
+            bytes_per_ns: self.params.mem_node_bytes_per_ns,
+            line_bytes: self.params.line_bytes as f64,
+            latency_ns: self.params.mem_latency_ns,
+            span_ns: (now - self.last).max(1) as f64,
+        };
+        membw::solve(&c, &self.demands[..self.rows.len()], &mut self.waits, &mut self.node_rho);
+        for (row, &w) in self.rows.iter_mut().zip(&self.waits) {
+            row.3.mem_wait = w;
+        }
     }
 
     /// The scheduler's cache-warmth counting for this model (`cpu/cache.rs`), for vCPUs of the

@@ -61,6 +61,18 @@ pub struct PerfParams {
     /// the cache's size in lines as the scale), dimensionless switch. Default true (the
     /// mechanism; false gives the model before it, where only a move costs a refill).
     pub resume_refill: bool,
+    /// Share each NUMA node's memory bandwidth among the vCPUs missing to it (`membw.rs`: an
+    /// M/D/1 queue at each memory controller lengthens every miss's stall), dimensionless switch.
+    /// Default true; it acts only where `mem_node_bytes_per_ns` gives a bandwidth.
+    pub mem_bandwidth: bool,
+    /// Peak bandwidth of one NUMA node's memory controller, in bytes per ns (= GB/s): channels x
+    /// transfer rate x 8 bytes. Default 0: not given, no contention (a platform property, set
+    /// per host; the reproductions' hosts carry their vendors' figures).
+    pub mem_node_bytes_per_ns: f64,
+    /// Unloaded latency of a local memory access, in ns: the scale a queueing wait is compared
+    /// with. Default 80 ([X]: the figure `llc_miss_stall_cycles` assumes, local DRAM of the
+    /// period).
+    pub mem_latency_ns: f64,
 }
 
 impl Default for PerfParams {
@@ -76,6 +88,9 @@ impl Default for PerfParams {
             ht_core_gain: 0.25,
             sched_lock_hold_ns: 3800.0,
             resume_refill: true,
+            mem_bandwidth: true,
+            mem_node_bytes_per_ns: 0.0,
+            mem_latency_ns: 80.0,
         }
     }
 }
@@ -99,11 +114,15 @@ impl PerfParams {
             ("llc_refill_line_ns", self.llc_refill_line_ns),
             ("llc_miss_stall_cycles", self.llc_miss_stall_cycles),
             ("sched_lock_hold_ns", self.sched_lock_hold_ns),
+            ("mem_node_bytes_per_ns", self.mem_node_bytes_per_ns),
         ] {
             nonneg(path, name, v)?;
         }
         if !(self.mem_refill_bytes_per_ns.is_finite() && self.mem_refill_bytes_per_ns > 0.0) {
             invalid!(format!("{path}.mem_refill_bytes_per_ns"), self.mem_refill_bytes_per_ns, "a bandwidth > 0 bytes/ns");
+        }
+        if !(self.mem_latency_ns.is_finite() && self.mem_latency_ns > 0.0) {
+            invalid!(format!("{path}.mem_latency_ns"), self.mem_latency_ns, "a latency > 0 ns");
         }
         if !(self.remote_latency_ratio.is_finite() && self.remote_latency_ratio >= 1.0) {
             invalid!(format!("{path}.remote_latency_ratio"), self.remote_latency_ratio, "a ratio >= 1");
