@@ -25,7 +25,7 @@
 //! unit without the wait and `M` its misses per unit, it does `P / (U0 + w M stall)` units and
 //! misses `M` per unit plus its refills. A higher wait lowers every demand, so the map from
 //! utilisations to utilisations is decreasing and has one fixed point; [`solve`] finds it by
-//! bisection per node, sweeping the nodes until none moves (the plain iteration
+//! a bracketing root search per node, sweeping the nodes until none moves (the plain iteration
 //! `rho <- G(rho)` oscillates near saturation).
 //!
 //! Known gaps: only read misses are traffic (no write-backs, no prefetches beyond the miss
@@ -38,9 +38,9 @@
 pub const MAX_UTILISATION: f64 = 0.99;
 
 /// Sweeps of [`solve`] over the nodes at most; it stops earlier when no utilisation moves by more
-/// than [`TOLERANCE`]. Bisection steps per node and sweep: [`BISECTIONS`].
+/// than [`TOLERANCE`]. Root-finding steps per node and sweep at most: [`STEPS`].
 const MAX_SWEEPS: usize = 30;
-const BISECTIONS: usize = 48;
+const STEPS: usize = 60;
 const TOLERANCE: f64 = 1e-9;
 
 /// The M/D/1 wait, in ns, of a request served in `service_ns` at a utilisation `rho`.
@@ -99,8 +99,9 @@ pub struct Controllers {
 /// utilisation, at the fixed point.
 ///
 /// A node's utilisation, the others held, is the root of `x - G(x)` with `G` its demand when its
-/// own wait is that of `x`: increasing in `x`, so bisection finds it between 0 and the demand
-/// with no wait at all (capped at [`MAX_UTILISATION`]). Sweeping the nodes so (Gauss-Seidel)
+/// own wait is that of `x`: increasing in `x`, so a bracketing search (false position with the
+/// Illinois step, a few evaluations where bisection takes forty) finds it between 0 and the
+/// demand with no wait at all (capped at [`MAX_UTILISATION`]). Sweeping the nodes so (Gauss-Seidel)
 /// solves the coupled system: a vCPU interleaved over several nodes feels their mean wait.
 pub fn solve(c: &Controllers, demands: &[Demand], w: &mut Vec<f64>, rho: &mut Vec<f64>) {
     let service = c.line_bytes / c.bytes_per_ns;
@@ -115,28 +116,46 @@ pub fn solve(c: &Controllers, demands: &[Demand], w: &mut Vec<f64>, rho: &mut Ve
                 wait[n] = md1_wait_ns(x, service) / c.latency_ns;
                 node_load(c, demands, wait, n)
             };
-            let mut hi = load(0.0, &mut wait).min(MAX_UTILISATION);
-            let mut lo = 0.0;
-            if load(hi, &mut wait) >= hi {
-                lo = hi; // the cap binds
-            }
-            for _ in 0..BISECTIONS {
-                if hi - lo <= TOLERANCE * 1e-3 {
-                    break;
+            // f(x) = load(x) - x: f(a) > 0 >= f(b)
+            let g0 = load(0.0, &mut wait);
+            let b0 = g0.min(MAX_UTILISATION);
+            let fb0 = load(b0, &mut wait) - b0;
+            let x = if g0 <= 0.0 {
+                0.0
+            } else if fb0 >= 0.0 {
+                b0 // the cap binds
+            } else {
+                let (mut a, mut fa, mut b, mut fb) = (0.0, g0, b0, fb0);
+                let mut x = b;
+                let mut side = 0i8;
+                for _ in 0..STEPS {
+                    x = (a * fb - b * fa) / (fb - fa);
+                    let fx = load(x, &mut wait) - x;
+                    if fx > 0.0 {
+                        (a, fa) = (x, fx);
+                        if side == 1 {
+                            fb *= 0.5;
+                        }
+                        side = 1;
+                    } else {
+                        (b, fb) = (x, fx);
+                        if side == -1 {
+                            fa *= 0.5;
+                        }
+                        side = -1;
+                    }
+                    if fx.abs() < TOLERANCE * 1e-4 || b - a < TOLERANCE * 1e-4 {
+                        break;
+                    }
                 }
-                let mid = 0.5 * (lo + hi);
-                if load(mid, &mut wait) > mid {
-                    lo = mid;
-                } else {
-                    hi = mid;
-                }
-            }
-            let x = 0.5 * (lo + hi);
+                x
+            };
             wait[n] = md1_wait_ns(x, service) / c.latency_ns;
             moved = moved.max((x - rho[n]).abs());
             rho[n] = x;
         }
-        if moved < TOLERANCE {
+        // one node depends on no other: its root is the fixed point
+        if moved < TOLERANCE || c.nodes == 1 {
             break;
         }
     }
