@@ -28,9 +28,11 @@ mod storage;
 pub const MAX_VCPUS_PER_VM: u32 = 768;
 
 /// A VM's configuration and run-time facts. What every event of its vCPUs reads comes first,
-/// together (`repr(C)` keeps the order): with 1,024 VMs the array outgrows the L1 cache.
+/// together (`repr(C)` keeps the order): with 1,024 VMs the array outgrows the L1 cache. Each
+/// VM starts a cache line (`align(64)`: 192 bytes, not 168), so that those first fields are one
+/// line, not two for most VMs.
 #[derive(Debug, Clone)]
-#[repr(C)]
+#[repr(C, align(64))]
 struct Vm {
     powered_on_at: Option<Time>,
     workload: Workload,
