@@ -23,10 +23,13 @@
 //! unloaded figure assumes). Demand depends on that stall (a slower vCPU misses less per ns), so
 //! the utilisations are a fixed point: with `P` the vCPU's productive cycles, `U0` its cycles per
 //! unit without the wait and `M` its misses per unit, it does `P / (U0 + w M stall)` units and
-//! misses `M` per unit plus its refills. A higher wait lowers every demand, so the map from
-//! utilisations to utilisations is decreasing and has one fixed point; [`solve`] finds it by
-//! a bracketing root search per node, sweeping the nodes until none moves (the plain iteration
-//! `rho <- G(rho)` oscillates near saturation).
+//! misses `M` per unit plus its refills. A higher wait lowers every demand, so on one node the
+//! map from utilisation to utilisation is decreasing and has exactly one fixed point, which a
+//! vCPU added there can only raise (a property test). [`solve`] finds it by a bracketing root
+//! search per node, sweeping the nodes until none moves (the plain iteration `rho <- G(rho)`
+//! oscillates near saturation); a property test checks the result is a fixed point on every
+//! node. Across nodes a co-runner can speed a vCPU up: slowing a vCPU interleaved over several
+//! nodes takes its traffic off the others.
 //!
 //! Known gaps: only read misses are traffic (no write-backs, no prefetches beyond the miss
 //! count); refills after moves and returns add their lines to the demand but are not slowed by
@@ -191,6 +194,7 @@ fn node_load(c: &Controllers, demands: &[Demand], wait: &[f64], n: usize) -> f64
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     fn machine(nodes: usize) -> Controllers {
         Controllers { nodes, bytes_per_ns: 10.0, line_bytes: 64.0, latency_ns: 80.0, span_ns: 1e9 }
@@ -250,6 +254,46 @@ mod tests {
             assert!((node_load(&c, &ds, &wait, n) - rho[n]).abs() < 1e-8, "node {n}: {rho:?}");
         }
         assert!(rho[0] > 0.5 && rho[0] < MAX_UTILISATION, "{rho:?}");
+    }
+
+    fn arb_demand() -> impl Strategy<Value = Demand> {
+        (1e8f64..3e9, 500f64..5000.0, 0f64..60.0, 0f64..1e6, prop::sample::select(vec![vec![], vec![0], vec![1], vec![0, 1], vec![2, 3], vec![1, 2, 3]]))
+            .prop_map(|(p, u, m, refill, nodes)| Demand { curve: MissCurve { productive_cycles: p, cycles_per_unit: u, stall_per_unit: m * 100.0, misses_per_unit: m, refill_misses: refill }, nodes })
+    }
+
+    proptest! {
+        /// On one node, a vCPU added never shortens another's wait (never speeds it up),
+        /// whatever the mix of miss rates: the node's demand curve only rises, so its fixed point
+        /// does. (Across nodes it can: a co-runner that slows an interleaved vCPU takes that
+        /// vCPU's traffic off its other nodes, and a vCPU alone on one of those then waits less.)
+        #[test]
+        fn an_added_co_runner_never_shortens_a_wait_on_its_node(ds in prop::collection::vec(arb_demand(), 1..12), extra in arb_demand(), gb in 1.0f64..20.0) {
+            let one = |d: &Demand| Demand { nodes: vec![0], ..d.clone() };
+            let c = Controllers { nodes: 1, bytes_per_ns: gb, line_bytes: 64.0, latency_ns: 80.0, span_ns: 1e9 };
+            let ds: Vec<Demand> = ds.iter().map(one).collect();
+            let (mut w0, mut rho0, mut w1, mut rho1) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+            solve(&c, &ds, &mut w0, &mut rho0);
+            let mut more = ds.clone();
+            more.push(one(&extra));
+            solve(&c, &more, &mut w1, &mut rho1);
+            prop_assert!(rho1[0] >= rho0[0] - 1e-12);
+            for (a, b) in w0.iter().zip(&w1) {
+                prop_assert!(*b >= a - 1e-9 * a.max(1.0), "{a} -> {b}");
+            }
+        }
+
+        /// With vCPUs interleaved over any nodes, the solve is a fixed point on every node.
+        #[test]
+        fn the_solve_is_a_fixed_point_on_every_node(ds in prop::collection::vec(arb_demand(), 1..16), gb in 1.0f64..20.0) {
+            let c = Controllers { nodes: 4, bytes_per_ns: gb, line_bytes: 64.0, latency_ns: 80.0, span_ns: 1e9 };
+            let (mut w, mut rho) = (Vec::new(), Vec::new());
+            solve(&c, &ds, &mut w, &mut rho);
+            let wait: Vec<f64> = rho.iter().map(|&r| md1_wait_ns(r, 64.0 / gb) / 80.0).collect();
+            for n in 0..4 {
+                let load = node_load(&c, &ds, &wait, n);
+                prop_assert!((load - rho[n]).abs() < 1e-7 || (rho[n] >= MAX_UTILISATION - 1e-12 && load >= rho[n]), "node {n}: {load} vs {}", rho[n]);
+            }
+        }
     }
 
     #[test]
