@@ -49,8 +49,9 @@ semantic test (a VM under its share gets its demand with near-zero %RDY) forbids
 24 tried keeping each vCPU's lag across a halt (research/cpu.md C3 read literally), keeping only
 its debt, and two preemption rules: the best on this case (busy 1.89) cost the census 11
 scenarios, and the lag rules make the semantic test's light VM wait 61-75 %RDY
-(docs/cpu-scheduler.md, "The fair clock across a halt", has the table). The quarantined tests
-run on every `make test` and report XPASS/XFAIL, so progress shows.
+(docs/cpu-scheduler.md, "The fair clock across a halt", has the table and what is left of the
+census's misses: two of this kind and one limit release). The quarantined tests run on every
+`make test` and report XPASS/XFAIL, so progress shows.
 """
 
 from __future__ import annotations
