@@ -348,31 +348,67 @@ fn relaxed_3x_ready_skew_stays_within_threshold_plus_a_tick() {
     assert!(w.ready_skew_max <= th + SKEW_TICK_NS, "{w:?}");
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 12, rng_seed: RngSeed::Fixed(5), ..ProptestConfig::default() })]
+/// Busy VMs of 1-3 vCPUs (threads that do not synchronise) on 2-4 pCPUs, 30 s under `mode`:
+/// each VM's share of the host, pCPUs, beside its exact weighted max-min allocation (the oracle,
+/// a VM capped at its vCPUs).
+fn max_min_run(mode: CoschedMode, pcpus: u32, vms: &[(u32, u32)]) -> (Vec<f64>, Vec<f64>) {
+    let specs: Vec<_> = vms.iter().enumerate().map(|(i, &(n, s))| vm(&format!("vm{i}"), n.min(pcpus), s, 0, None, busy())).collect();
+    let shares: Vec<f64> = specs.iter().map(|v| v.shares as f64).collect();
+    let hi: Vec<f64> = specs.iter().map(|v| v.vcpus as f64).collect();
+    let exact = oracle(pcpus as f64, &shares, &vec![0.0; specs.len()], &hi);
+    let duration = 30 * S;
+    let mut sim = Simulation::new(with_mode(spec(pcpus, duration, specs), mode, 3 * MS)).unwrap();
+    sim.run().unwrap();
+    let got = (0..exact.len()).map(|i| sim.vm_counters(i as u32)[5] as f64 / duration as f64).collect();
+    (got, exact)
+}
 
-    /// Max-min with co-scheduling on (relaxed-3x and relaxed-4x): busy VMs of 1-3 vCPUs whose
-    /// threads do not synchronise get their weighted max-min allocation (the exact oracle, a
-    /// VM capped at its vCPUs) within 3% (of the larger of it and a quarter pCPU).
+fn max_min_vms() -> impl Strategy<Value = Vec<(u32, u32)>> {
+    proptest::collection::vec((1u32..4, 1u32..8000), 1..6)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, rng_seed: RngSeed::Fixed(5), ..ProptestConfig::default() })]
+
+    /// Max-min with `relaxed-4x` on: every VM gets its exact allocation within 3% (of the larger
+    /// of it and a quarter pCPU). 200 draws, 3-vCPU VMs among them; the census
+    /// (`max_min_census`) finds none of 2,400 over 0.4%.
     #[test]
-    fn relaxed_cosched_keeps_the_max_min_allocation(
-        pcpus in 2u32..5,
-        four in any::<bool>(),
-        vms in proptest::collection::vec((1u32..4, 1u32..8000), 1..6),
-    ) {
-        let mode = if four { CoschedMode::Relaxed4x } else { CoschedMode::Relaxed3x };
-        let specs: Vec<_> = vms.iter().enumerate()
-            .map(|(i, &(n, s))| vm(&format!("vm{i}"), n.min(pcpus), s, 0, None, busy())).collect();
-        let shares: Vec<f64> = specs.iter().map(|v| v.shares as f64).collect();
-        let lo = vec![0.0; specs.len()];
-        let hi: Vec<f64> = specs.iter().map(|v| v.vcpus as f64).collect();
-        let exact = oracle(pcpus as f64, &shares, &lo, &hi);
-        let duration = 30 * S;
-        let mut sim = Simulation::new(with_mode(spec(pcpus, duration, specs), mode, 3 * MS)).unwrap();
-        sim.run().unwrap();
-        for (i, e) in exact.iter().enumerate() {
-            let got = sim.vm_counters(i as u32)[5] as f64 / duration as f64;
-            prop_assert!((got - e).abs() <= 0.03 * e.max(0.25), "{:?}: vm{} got {} pCPU, exact {} (all: {:?})", mode, i, got, e, exact);
+    fn relaxed_4x_keeps_the_max_min_allocation(pcpus in 2u32..5, vms in max_min_vms()) {
+        let (got, exact) = max_min_run(CoschedMode::Relaxed4x, pcpus, &vms);
+        for (i, (g, e)) in got.iter().zip(&exact).enumerate() {
+            prop_assert!((g - e).abs() <= 0.03 * e.max(0.25), "vm{} got {} pCPU, exact {} (all: {:?})", i, g, e, exact);
+        }
+    }
+
+    /// Max-min with `relaxed-3x` on. C10's cumulative skew makes the exact allocation out of
+    /// reach for some VMs (docs/cosched.md): a busy n-vCPU VM keeps its vCPUs' skews bounded
+    /// only if, while it runs, at least n / 2 of them run on average (with k running, their
+    /// skews grow by n - 2k ns per ns in sum), so a 3-vCPU VM under 1.5 pCPU must take two
+    /// pCPUs at once half the time, from VMs that may have nothing to spare. What holds:
+    /// no VM is starved, each gets at least 3/4 of its allocation (the census's least, over
+    /// 2,400 draws, is 0.789; before gangs took pCPUs by priority alone, 0.006); and where no
+    /// VM has to run in gangs, most cases are exact (1,651 of 1,690 in the census).
+    #[test]
+    fn relaxed_3x_starves_no_vm(pcpus in 2u32..5, vms in max_min_vms()) {
+        let (got, exact) = max_min_run(CoschedMode::Relaxed3x, pcpus, &vms);
+        for (i, (g, e)) in got.iter().zip(&exact).enumerate() {
+            prop_assert!(*g >= 0.75 * e, "vm{} got {} pCPU, exact {} (all: {:?})", i, g, e, exact);
+        }
+    }
+}
+
+/// `relaxed-4x`, VMs entitled to between n - 1 and n pCPUs (census cases): a co-stopped
+/// leader released once its laggard caught up only queued, so it ran beside the laggard only
+/// when a pCPU freed within the threshold, and the VM got n - 1 pCPUs (a 2-vCPU VM 1.000 of
+/// its 1.123 on 2 pCPUs; a 3-vCPU VM 2.009 of its 2.215 on 4). Released as a waking vCPU is
+/// placed, it may preempt another VM's vCPU: each VM within 3% of its exact allocation.
+#[test]
+fn relaxed_4x_a_vm_gets_more_than_n_minus_1_pcpus() {
+    for (pcpus, vms) in [(2u32, vec![(1u32, 1301u32), (2, 3184), (1, 1184)]), (4, vec![(2, 660), (3, 7727), (2, 5570)])] {
+        let (got, exact) = max_min_run(CoschedMode::Relaxed4x, pcpus, &vms);
+        for (i, (g, e)) in got.iter().zip(&exact).enumerate() {
+            assert!((g - e).abs() <= 0.03 * e.max(0.25), "{pcpus} pCPUs {vms:?}: vm{i} got {g} pCPU, exact {e}");
         }
     }
 }
@@ -488,3 +524,89 @@ fn strict_wide_vms_do_not_preempt_each_other_in_a_storm() {
     assert!(sim.sched().stats.costarts > 0, "the gangs co-stop and co-start");
     assert!(conserved(&mut sim, n).is_ok(), "{:?}", conserved(&mut sim, n));
 }
+
+/// Census of the max-min draws of session 21's proptest (its strategy, with the mode flag it
+/// drew, 12 cases per seed), each case run under both relaxed modes (`CENSUS_MODE` for one):
+/// how many miss the 3% bound, and the worst (the VM furthest from its exact allocation,
+/// relative to the bound's scale); the cases where no VM has to run in gangs under relaxed-3x
+/// (`relaxed_3x_starves_no_vm`) and how many of those miss; the least share of its allocation
+/// a VM got. Seeds from `CENSUS_SEEDS` (`a..=b`, default `1..=15`); or the one case
+/// `CENSUS_CASE` names (`PCPUS:VCPUS,..:SHARES,..`). One line per miss.
+/// `CENSUS_SEEDS=1..=15 cargo test --release -p vmtwin-core --test cosched_gang max_min_census -- --ignored --nocapture`
+#[test]
+#[ignore]
+fn max_min_census() {
+    use proptest::test_runner::{Config, TestRunner};
+    let seeds = std::env::var("CENSUS_SEEDS").unwrap_or_else(|_| "1..=15".into());
+    let (a, b) = seeds.split_once("..=").expect("CENSUS_SEEDS as a..=b");
+    let (a, b): (u64, u64) = (a.parse().unwrap(), b.parse().unwrap());
+    let strategy = (2u32..5, any::<bool>(), proptest::collection::vec((1u32..4, 1u32..8000), 1..6));
+    let cases = std::cell::RefCell::new(Vec::new());
+    for seed in a..=b {
+        let mut runner = TestRunner::new(Config { cases: 12, rng_seed: RngSeed::Fixed(seed), ..Config::default() });
+        runner
+            .run(&strategy, |(pcpus, _, vms)| {
+                cases.borrow_mut().push((seed, pcpus, vms));
+                Ok(())
+            })
+            .unwrap();
+    }
+    let mut cases = cases.into_inner();
+    if let Ok(one) = std::env::var("CENSUS_CASE") {
+        // one case instead, as PCPUS:VCPUS,..:SHARES,.. (e.g. 4:3,3:1,2)
+        let parse = |t: &str| t.split(',').map(|x| x.parse::<u32>().unwrap()).collect::<Vec<_>>();
+        let f: Vec<&str> = one.split(':').collect();
+        cases = vec![(0, f[0].parse().unwrap(), parse(f[1]).into_iter().zip(parse(f[2])).collect())];
+    }
+    let modes = match std::env::var("CENSUS_MODE").as_deref() {
+        Ok("relaxed-3x") => vec![CoschedMode::Relaxed3x],
+        Ok("relaxed-4x") => vec![CoschedMode::Relaxed4x],
+        _ => vec![CoschedMode::Relaxed3x, CoschedMode::Relaxed4x],
+    };
+    for mode in modes {
+        let (mut misses, mut worst) = (0, (0.0f64, String::new()));
+        // cases where no VM must run in gangs (C10: a busy relaxed-3x VM's vCPUs keep their skew
+        // down only if, while it runs, at least half of them run: a 3-vCPU VM under 1.5 pCPU)
+        let (mut free_cases, mut free_misses) = (0, 0);
+        // the least share of its exact allocation any VM got, and the most idle pCPU
+        let (mut least, mut idle_most) = (f64::INFINITY, 0.0f64);
+        for (seed, pcpus, vms) in &cases {
+            let specs: Vec<_> =
+                vms.iter().enumerate().map(|(i, &(n, s))| vm(&format!("vm{i}"), n.min(*pcpus), s, 0, None, busy())).collect();
+            let shares: Vec<f64> = specs.iter().map(|v| v.shares as f64).collect();
+            let hi: Vec<f64> = specs.iter().map(|v| v.vcpus as f64).collect();
+            let exact = oracle(*pcpus as f64, &shares, &vec![0.0; specs.len()], &hi);
+            let sizes: Vec<u32> = specs.iter().map(|v| v.vcpus).collect();
+            let duration = 30 * S;
+            let mut sim = Simulation::new(with_mode(spec(*pcpus, duration, specs), mode, 3 * MS)).unwrap();
+            sim.run().unwrap();
+            let got: Vec<f64> = (0..exact.len()).map(|i| sim.vm_counters(i as u32)[5] as f64 / duration as f64).collect();
+            let err = exact.iter().zip(&got).map(|(e, g)| (g - e).abs() / e.max(0.25)).fold(0.0, f64::max);
+            let gangs = sizes.iter().zip(&exact).any(|(&n, &e)| n >= 3 && e < n as f64 / 2.0);
+            free_cases += usize::from(!gangs);
+            least = exact.iter().zip(&got).map(|(e, g)| g / e).fold(least, f64::min);
+            idle_most = idle_most.max(exact.iter().sum::<f64>() - got.iter().sum::<f64>());
+            if err > worst.0 || err > 0.03 {
+                let line = format!(
+                    "seed {seed} pcpus {pcpus} vcpus {sizes:?} shares {:?}: got {:?} exact {:?}",
+                    vms.iter().map(|v| v.1).collect::<Vec<_>>(),
+                    got.iter().map(|g| format!("{g:.3}")).collect::<Vec<_>>(),
+                    exact.iter().map(|e| format!("{e:.3}")).collect::<Vec<_>>()
+                );
+                if err > 0.03 {
+                    misses += 1;
+                    free_misses += usize::from(!gangs);
+                    println!("{mode:?} miss ({:.1}%): {line}", 100.0 * err);
+                }
+                if err > worst.0 {
+                    worst = (err, line);
+                }
+            }
+        }
+        println!("{mode:?}: {misses} of {} miss; worst {:.1}%: {}", cases.len(), 100.0 * worst.0, worst.1);
+        println!(
+            "{mode:?}: {free_misses} of {free_cases} without a VM that must gang miss; least share of its allocation {least:.3}; most CPU left unused {idle_most:.3} pCPU"
+        );
+    }
+}
+

@@ -2079,14 +2079,17 @@ impl CpuSched {
         let taken = got.len();
         if taken < need.len() {
             let bar = key + self.params.wake_preempt_margin_ns as f64;
-            let reach = self.vcpus[need[0] as usize].alloc + GUARD_EPS;
             let now_f = ns_f(now);
+            // by virtual time alone: not the displacement guard (`displaceable`), which kept a
+            // gang from the pCPUs of vCPUs entitled to a whole one and starved a 3-vCPU VM
+            // beside VMs that fill theirs (0.005 pCPU of its 0.851); a gang cannot make its
+            // time up one vCPU at a time, so it takes its pCPUs as ESX does, by priority
             let mut victims: Vec<(f64, u32)> = self
                 .pcpus
                 .iter()
                 .enumerate()
                 .filter(|&(p, pc)| {
-                    pc.running != NONE && p as u32 != free && pc.run_vm != vm && pc.slice_start != now && pc.run_guard <= reach
+                    pc.running != NONE && p as u32 != free && pc.run_vm != vm && pc.slice_start != now
                         // a co-scheduled vCPU that has run less than the skew threshold is left
                         // alone: its siblings run, so it would come back over the threshold at
                         // once and co-stop its own VM, whose co-start would take a pCPU back
@@ -2385,15 +2388,19 @@ impl CpuSched {
                         self.gangs[vm as usize].stopped.push(v);
                     } else {
                         // released like a vCPU a limit held (owed at most half the lag credit),
-                        // but it only queues: a release follows a sibling's start, and taking a
-                        // pCPU by preemption could stop that sibling, or another VM's, and so
-                        // co-stop and release again at the same instant, forever. The next
-                        // ones are judged by the siblings as this one's placement finds them.
+                        // and placed as a waking vCPU is: it may preempt another VM's vCPU
+                        // (never a sibling's, `victim`), so it can run beside the laggard it
+                        // waited for. Queued only, it got a pCPU beside it only when one
+                        // freed within the threshold, and a VM entitled to between n - 1 and n
+                        // pCPUs got n - 1 (a 2-vCPU VM 1.000 of its 1.123). A preemption
+                        // only stops progress, which releases no one, so releases do not
+                        // cascade at one instant. The next ones are judged by the siblings as
+                        // this one's placement finds them.
                         // (the key before the state: the fair clock takes it in at its key)
                         self.place_key(v, now, true);
                         self.set_state(v, now, VcpuState::Ready);
                         lead = self.lead_of(vm, now);
-                        self.place_with(v, now, q, false);
+                        self.place(v, now, q);
                         released = true;
                     }
                 }
