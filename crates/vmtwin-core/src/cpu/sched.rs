@@ -254,6 +254,10 @@ pub struct Vcpu {
     /// its VM is co-scheduled (`cosched.rs`); kept per vCPU, beside the state the hot paths
     /// already read, like `limited`
     cosched: bool,
+    /// run-queue entries of this vCPU left behind by a VM-wide co-stop (`strict`,
+    /// `relaxed-3x`), skipped when popped, or dropped when the vCPU is queued again (a scan);
+    /// beside the state, since every pop reads it (in the padding before `since`: no larger)
+    stale: u32,
     /// when `state` was entered or last accounted
     pub since: Time,
     /// when it last entered READY (what `migrate_wait_factor` measures its wait from)
@@ -268,9 +272,6 @@ pub struct Vcpu {
     pub llc_migrations: u64,
     /// of those, moves to a pCPU on another NUMA node
     pub node_migrations: u64,
-    /// run-queue entries of this vCPU left behind by a VM-wide co-stop (`strict`,
-    /// `relaxed-3x`), skipped when popped, or dropped when the vCPU is queued again (a scan)
-    stale: u32,
     /// EWMA of the demand estimate, in pCPUs (see `update_demand`)
     pub demand: f64,
     /// its share of its pCPU's load over the last entitlement interval, in [0, 1] (what
