@@ -468,6 +468,9 @@ pub struct Siblings {
     pub n: u32,
     /// vCPUs in COSTOP, in the order they were stopped
     pub stopped: Vec<u32>,
+    /// `relaxed-4x`: the least progress of those (constant while they are co-stopped),
+    /// `Time::MAX` when there are none; the first of them to catch up
+    pub stopped_least: Time,
     /// generation of the pending co-stop timer (an older one firing is stale)
     pub timer_gen: u32,
     /// when the pending co-stop timer fires, `Time::MAX` when none is pending
