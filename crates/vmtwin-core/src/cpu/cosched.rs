@@ -70,11 +70,13 @@
 //! sibling vCPUs for better performance if there are enough pCPUs", A4.2): it takes an idle
 //! pCPU, or a pCPU being dispatched when its key is the lowest (and it may displace the vCPU
 //! that ran there). Once a member over the co-start skew waits READY, every sibling running
-//! beside it is co-stopped again. A `relaxed-3x` co-stopped vCPU stays in the fair clock, as a
+//! beside it is co-stopped again. In every mode a co-stopped vCPU stays in the fair clock, as a
 //! READY one does (research/cpu.md C3: consumption and entitlement accrue "while the world is
-//! runnable (running, ready or costop)"): held back by its siblings' skew, not idle, it is owed
-//! the CPU it misses, so a VM whose threads do not synchronise keeps its max-min allocation
-//! (without this, a held vCPU's share went to other VMs: session 19's try).
+//! runnable (running, ready or costop)"), and is released with the key it was co-stopped with
+//! (its lag bounded by `max_lag_ns`, as every lag is): held back by its siblings' skew, not
+//! idle, it is owed the CPU it misses, so a VM whose threads do not synchronise keeps its
+//! max-min allocation (without this, a held vCPU's share went to other VMs: session 19's try
+//! under relaxed-3x; strict and relaxed-4x kept them out until session 24).
 //!
 //! Choices not in the paper ([R]): only a READY sibling's skew triggers a co-stop (one held by
 //! a limit or blocked in WAIT cannot be co-started, and waiting for it would stop the VM at
@@ -103,8 +105,7 @@
 //!
 //! # Known gaps
 //! - `strict` ends a co-stop at its gang co-start (every vCPU starts at once, so nothing is left
-//!   to hold). Its and `relaxed-4x`'s co-stopped vCPUs leave the fair clock (released owed at
-//!   most half the lag credit, as a limit's are); only `relaxed-3x` keeps them in it (C3).
+//!   to hold).
 //! - `relaxed-3x` max-min is out of reach for some VMs: C10's skew stays bounded only if, while
 //!   a busy VM runs, at least half its vCPUs run on average (with k of n running the skews grow
 //!   by n - 2k ns per ns in sum), so a 3-vCPU VM under 1.5 pCPU must take two pCPUs at once in

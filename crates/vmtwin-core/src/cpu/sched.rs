@@ -158,8 +158,10 @@ pub struct VcpuShare {
 /// entitled to nothing still gets slices of a sensible length when it does run.
 const MIN_PART: f64 = 1e-3;
 
-/// States in which a vCPU competes for a pCPU and counts in the fair clock.
-const RUNNABLE: [bool; STATES] = [true, true, false, false, false, false, false];
+/// States in which a vCPU counts in the fair clock: it competes for a pCPU (RUN, READY) or is
+/// co-stopped (research/cpu.md C3: entitled and charged accumulate while the world is runnable,
+/// costop included, in every co-scheduling mode).
+const IN_CLOCK: [bool; STATES] = [true, true, false, false, false, true, false];
 /// States in which a vCPU wants to run, held back by a limit or not (a limiter's active weight).
 const ACTIVE: [bool; STATES] = [true, true, true, false, false, false, false];
 /// States in which a vCPU makes progress for co-scheduling: it runs or halts (`cosched.rs`).
@@ -474,11 +476,6 @@ pub struct CpuSched {
     waiting: Vec<u32>,
     /// `relaxed-3x` VMs whose gang co-started while their co-stop lasts (`Siblings::holding`)
     holding: Vec<u32>,
-    /// COSTOP counts as runnable in the fair clock (`relaxed-3x`, see `hold_or_end`)
-    costop_in_clock: bool,
-    /// per state: counted runnable in the fair clock ([`RUNNABLE`], and COSTOP with
-    /// `costop_in_clock`), one load in `set_state`
-    in_clock: [bool; STATES],
     /// an empty list with room, swapped in for a VM's co-stopped vCPUs while `settle_dirty`
     /// goes through them (so the ones kept co-stopped are pushed without allocating)
     spare_stopped: Vec<u32>,
@@ -626,12 +623,6 @@ impl CpuSched {
             any_dirty: false,
             waiting: Vec::new(),
             holding: Vec::new(),
-            costop_in_clock: params.cosched_mode == CoschedMode::Relaxed3x,
-            in_clock: {
-                let mut t = RUNNABLE;
-                t[VcpuState::Costop as usize] = params.cosched_mode == CoschedMode::Relaxed3x;
-                t
-            },
             spare_stopped: Vec::new(),
             node_of,
             node_range,
@@ -720,7 +711,7 @@ impl CpuSched {
         }
         let vc = &self.vcpus[v as usize];
         let (w, key, vm, a, limited) = (vc.weight, vc.key, vc.vm as usize, vc.bucket_part(), vc.limited);
-        let (was, is) = (self.in_clock[old as usize], self.in_clock[state as usize]);
+        let (was, is) = (IN_CLOCK[old as usize], IN_CLOCK[state as usize]);
         if was != is {
             if is {
                 self.clock.join(w, key);
@@ -2066,12 +2057,6 @@ impl CpuSched {
         if need.len() > self.pcpus.len() || need.iter().any(|&v| self.throttled(v, now).is_some()) {
             return false;
         }
-        if !self.costop_in_clock {
-            // (relaxed-3x's co-stopped vCPUs stayed in the fair clock: their keys are current)
-            for &v in &need {
-                self.place_key(v, now, true);
-            }
-        }
         let key = need.iter().map(|&v| self.vcpus[v as usize].key).sum::<f64>() / need.len() as f64;
         if key > max_key {
             return false;
@@ -2173,11 +2158,7 @@ impl CpuSched {
                 self.set_state(v, now, VcpuState::Ready);
                 continue;
             }
-            // the key before the state: the fair clock takes a vCPU in at its key (under
-            // relaxed-3x it stayed in the clock while co-stopped, owed what a READY one is)
-            if !self.costop_in_clock {
-                self.place_key(v, now, true);
-            }
+            // (co-stopped, it stayed in the fair clock: it keeps its key, owed what a READY one is)
             self.set_state(v, now, VcpuState::Ready);
             self.place_with(v, now, q, false);
         }
@@ -2430,17 +2411,15 @@ impl CpuSched {
             if !lead.caught_up(self.vcpus[v as usize].progress_ns(now), cs) {
                 self.gangs[vm as usize].stopped.push(v);
             } else {
-                // released like a vCPU a limit held (owed at most half the lag credit),
-                // and placed as a waking vCPU is: it may preempt another VM's vCPU
-                // (never a sibling's, `victim`), so it can run beside the laggard it
-                // waited for. Queued only, it got a pCPU beside it only when one
-                // freed within the threshold, and a VM entitled to between n - 1 and n
-                // pCPUs got n - 1 (a 2-vCPU VM 1.000 of its 1.123). A preemption
-                // only stops progress, which releases no one, so releases do not
-                // cascade at one instant. The next ones are judged by the siblings as
-                // this one's placement finds them.
-                // (the key before the state: the fair clock takes it in at its key)
-                self.place_key(v, now, true);
+                // released with the key it was co-stopped with (it stayed in the fair
+                // clock, owed what a READY one is), and placed as a waking vCPU is: it
+                // may preempt another VM's vCPU (never a sibling's, `victim`), so it can
+                // run beside the laggard it waited for. Queued only, it got a pCPU
+                // beside it only when one freed within the threshold, and a VM entitled
+                // to between n - 1 and n pCPUs got n - 1 (a 2-vCPU VM 1.000 of its
+                // 1.123). A preemption only stops progress, which releases no one, so
+                // releases do not cascade at one instant. The next ones are judged by
+                // the siblings as this one's placement finds them.
                 self.set_state(v, now, VcpuState::Ready);
                 lead = self.lead_of(vm, now);
                 self.place(v, now, q);
@@ -2690,7 +2669,7 @@ impl CpuSched {
             vc.weight = w;
             vc.inv_weight = 1.0 / w;
             vc.key = -lag * vc.inv_weight;
-            if RUNNABLE[vc.state as usize] || (vc.state == VcpuState::Costop && self.costop_in_clock) {
+            if IN_CLOCK[vc.state as usize] {
                 self.clock.join(vc.weight, vc.key);
             }
             if vc.limited && ACTIVE[vc.state as usize] {
