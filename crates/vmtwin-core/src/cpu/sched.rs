@@ -2048,7 +2048,7 @@ impl CpuSched {
         for &v in &g.stopped {
             costopped[(v - first) as usize] = true;
         }
-        let need: Vec<u32> =
+        let mut need: Vec<u32> =
             gang_needs(self.params.cosched_mode, &g.skew.skew_ns, &costopped, th).into_iter().map(|i| first + i as u32).collect();
         if need.is_empty() {
             self.end_costop(vm, now, q);
@@ -2094,7 +2094,15 @@ impl CpuSched {
                 .filter(|&(k, _)| k > bar)
                 .collect();
             if taken + victims.len() < need.len() {
-                return false;
+                // relaxed-3x: rather than leave an idle pCPU idle, the laggards furthest behind
+                // start on the pCPUs found, the others stay co-stopped (`cosched.rs`)
+                let idle_found = taken > usize::from(free != NONE);
+                if !(idle_found && self.params.cosched_mode == CoschedMode::Relaxed3x) {
+                    return false;
+                }
+                let sk = &self.gangs[vm as usize].skew.skew_ns;
+                need.sort_by_key(|&v| (std::cmp::Reverse(sk[(v - first) as usize]), v));
+                need.truncate(taken + victims.len());
             }
             victims.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
             got.extend(victims.iter().take(need.len() - taken).map(|&(_, p)| p));
