@@ -473,8 +473,9 @@ pub struct Siblings {
     pub n: u32,
     /// vCPUs in COSTOP, in the order they were stopped
     pub stopped: Vec<u32>,
-    /// `relaxed-4x`: the least progress of those (constant while they are co-stopped),
-    /// `Time::MAX` when there are none; the first of them to catch up
+    /// the least progress of those (constant while they are co-stopped), `Time::MAX` when
+    /// there are none, kept wherever `stopped` changes; `relaxed-4x` reads it: the first of
+    /// them to catch up
     pub stopped_least: Time,
     /// generation of the pending co-stop timer (an older one firing is stale)
     pub timer_gen: u32,

@@ -2041,6 +2041,7 @@ impl CpuSched {
     /// first; one that started at this instant is left alone). True if the gang started.
     fn try_costart(&mut self, vm: u32, free: u32, max_key: f64, now: Time, q: &mut EventQueue) -> bool {
         self.gang_account(vm, now);
+        debug_assert_eq!(self.gangs[vm as usize].stopped_least, self.stopped_least_of(vm, now));
         let th = self.params.cosched_skew_threshold_ns;
         let g = &self.gangs[vm as usize];
         let first = g.first;
@@ -2129,6 +2130,7 @@ impl CpuSched {
             *o = slots.pop().expect("a pCPU per member");
         }
         self.gangs[vm as usize].stopped.retain(|v| !need.contains(v));
+        self.gangs[vm as usize].stopped_least = self.stopped_least_of(vm, now);
         self.stats.costarts += 1;
         for (&v, p) in need.iter().zip(on) {
             self.start(p, v, now, q);
@@ -2159,6 +2161,7 @@ impl CpuSched {
             self.waiting.retain(|&w| w != vm);
         }
         self.stop_holding(vm);
+        self.gangs[vm as usize].stopped_least = Time::MAX;
         for v in std::mem::take(&mut self.gangs[vm as usize].stopped) {
             if self.vcpus[v as usize].stale > 0 && self.idle_count == 0 {
                 // still queued from before the co-stop: that entry is live again
@@ -2246,6 +2249,7 @@ impl CpuSched {
     /// dispatched). It stayed in the fair clock while held, so its key is as a READY one's.
     fn run_held(&mut self, vm: u32, k: usize, p: u32, now: Time, q: &mut EventQueue) {
         let v = self.gangs[vm as usize].stopped.remove(k);
+        self.gangs[vm as usize].stopped_least = self.stopped_least_of(vm, now);
         self.start(p, v, now, q);
     }
 
