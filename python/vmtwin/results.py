@@ -98,6 +98,7 @@ __all__ = [
     "Results",
     "ResultsWriter",
     "check_output_folder",
+    "RepeatedColumns",
     "columns_from_engine",
     "with_host_column",
     "open_results",
@@ -261,8 +262,43 @@ def _ordered_table_names(names: Any) -> list[str]:
     return known + sorted(names - set(known))
 
 
+class RepeatedColumns:
+    """The string columns of one run's drains, kept to be reused by the next drain.
+
+    A run is drained every few thousand rows (``simulation.DRAIN_ROWS``), and drain after drain
+    its ``vm`` column (VM names looked up by ``vm_id``) and its ``host`` column hold the same
+    strings in the same order: the same VMs sampled in the same order, the same number of samples.
+    Building them again cost a fresh allocation and a copy per row (with 1,024 VMs, 10-15 ms of
+    a 20-minute run's drains, benchmarks/README.md); Arrow arrays are immutable, so the tables of
+    every drain can share one. Keyed by the ``vm_id`` values (compared in full) and by the row
+    count: a different drain builds its own, which becomes the one kept.
+    """
+
+    def __init__(self) -> None:
+        self._vm: dict[str, tuple[pa.Array, np.ndarray, pa.Array]] = {}  # per table: names, vm_id values, vm column
+        self._host: dict[str, pa.Array] = {}  # per table: its host column
+
+    def vm(self, table: str, names: pa.Array, ids: pa.Array) -> pa.Array:
+        """Table ``table``'s ``names.take(ids)``, or the column made for the same ids last time."""
+        values = ids.to_numpy()
+        kept = self._vm.get(table)
+        if kept is not None and kept[0] is names and np.array_equal(kept[1], values):
+            return kept[2]
+        made = names.take(ids)
+        self._vm[table] = (names, values, made)
+        return made
+
+    def host(self, table: str, host: str, rows: int) -> pa.Array:
+        """Table ``table``'s ``rows`` copies of ``host``, or the column made last time if alike."""
+        kept = self._host.get(table)
+        if kept is None or len(kept) != rows or (rows > 0 and kept[0].as_py() != host):
+            kept = self._host[table] = pa.repeat(pa.scalar(host, pa.string()), rows)
+        return kept
+
+
 def columns_from_engine(
-    raw: Mapping[str, Mapping[str, tuple[str, bytes]]], vm_names: list[str] | pa.Array, host: str | None = None
+    raw: Mapping[str, Mapping[str, tuple[str, bytes]]], vm_names: list[str] | pa.Array, host: str | None = None,
+    repeats: RepeatedColumns | None = None,
 ) -> dict[str, pa.Table]:
     """Turn the engine's raw columns into Arrow tables.
 
@@ -277,6 +313,9 @@ def columns_from_engine(
     host : str, optional
         The host's name: every table gets a string column :data:`HOST_COLUMN` with it, right
         after ``time_s``. Without it (a caller that adds the column itself) there is none.
+    repeats : RepeatedColumns, optional
+        The string columns made by earlier calls with the same ``vm_names`` and ``host`` (one
+        run's drains), reused when a table's ``vm_id`` column or row count is the same again.
 
     Returns
     -------
@@ -329,11 +368,12 @@ def columns_from_engine(
                     f"engine table {table_name!r}: vm_id {int(ids.max())} but only "
                     f"{len(names)} VM names"
                 )
-            arrays["vm"] = names.take(arrays["vm_id"])
+            arrays["vm"] = repeats.vm(table_name, names, arrays["vm_id"]) if repeats is not None else names.take(arrays["vm_id"])
         if host is not None:
             if HOST_COLUMN in arrays:
                 raise ValueError(f"engine table {table_name!r} has a column {HOST_COLUMN!r} of its own")
-            arrays[HOST_COLUMN] = pa.repeat(pa.scalar(host, pa.string()), nrows or 0)
+            n = nrows or 0
+            arrays[HOST_COLUMN] = repeats.host(table_name, host, n) if repeats is not None else pa.repeat(pa.scalar(host, pa.string()), n)
         # Contract tables in contract order; any other table leads with time_s, host and vm.
         lead = TABLE_COLUMNS.get(table_name, ["time_s", HOST_COLUMN, "vm"])
         order = [c for c in lead if c in arrays]

@@ -37,7 +37,7 @@ import pyarrow.parquet as pq
 from vmtwin import _core
 from vmtwin import units as _units
 from vmtwin.exceptions import SimulationError, scenario_error
-from vmtwin.results import MANIFEST_NAME, Results, ResultsWriter, columns_from_engine, write_results
+from vmtwin.results import MANIFEST_NAME, RepeatedColumns, Results, ResultsWriter, columns_from_engine, write_results
 from vmtwin.scenario.storage import with_storage_names
 from vmtwin.scenario import MAX_CUSTOM_SHARES, VM_SHARES_PER_VCPU, Scenario, load_scenario, parse_scenario
 from vmtwin.scenario.limits import check_duration_override
@@ -140,6 +140,7 @@ class Simulation:
         self._sim = _core.Simulation(json.dumps(spec))
         self._vcpus = {vm["name"]: vm["vcpus"] for vm in spec["vms"]}
         self._names = pa.array(self._sim.vm_names(), type=pa.string())
+        self._repeats = RepeatedColumns()  # the vm and host columns, shared by the drains
         rows_per_sample = 1 + len(spec["vms"]) + sum(self._vcpus.values())
         self._chunk_ns = max(1, DRAIN_ROWS // rows_per_sample) * spec["sample_interval_ns"]
         self._kept: dict[str, list[pa.Table]] = {}  # drained rows, when not streaming
@@ -346,7 +347,7 @@ class Simulation:
     def _drain(self) -> None:
         """Move the engine's sampled rows to the writer (streaming) or to the kept tables."""
         try:
-            tables = columns_from_engine(self._sim.drain_tables(), self._names, self._spec["host"]["name"])
+            tables = columns_from_engine(self._sim.drain_tables(), self._names, self._spec["host"]["name"], self._repeats)
             tables = with_storage_names(tables, self._spec)
             for name, table in tables.items():
                 self._sampled = self._sampled or table.num_rows > 0

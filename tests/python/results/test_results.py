@@ -23,6 +23,7 @@ from vmtwin.exceptions import OutputError
 from vmtwin.export.esxtop import to_esxtop_csv
 from vmtwin.results import (
     TABLE_COLUMNS,
+    RepeatedColumns,
     Results,
     ResultsWriter,
     check_output_folder,
@@ -65,6 +66,29 @@ def test_column_order_does_not_depend_on_engine_dict_order(raw_engine):
     for name in a:
         assert a[name].schema == b[name].schema
         assert a[name].to_pandas().equals(b[name].to_pandas())  # NaN == NaN here
+
+
+def test_repeated_drains_share_their_string_columns_and_only_when_alike():
+    def raw(ids):
+        ids = np.array(ids, "<u4")
+        return {"vm": {"time_s": ("f64", np.zeros(len(ids)).tobytes()), "vm_id": ("u32", ids.tobytes())}}
+
+    names = pa.array(["a", "b", "c"])
+    repeats = RepeatedColumns()
+    first = columns_from_engine(raw([0, 1, 2, 0, 1, 2]), names, "esx01", repeats)["vm"]
+    again = columns_from_engine(raw([0, 1, 2, 0, 1, 2]), names, "esx01", repeats)["vm"]
+    def data(t, col):  # where the column's characters are
+        return t.column(col).chunk(0).buffers()[2].address
+
+    assert data(again, "vm") == data(first, "vm")  # shared, not rebuilt
+    assert data(again, "host") == data(first, "host")
+    # other ids, other names, another row count or host: built anew, with the right values
+    for ids, nm, host in (([0, 2, 1, 0, 1, 2], names, "esx01"), ([0, 2, 1, 0, 1, 2], pa.array(["x", "y", "z"]), "esx01"),
+                          ([1, 2], names, "esx01"), ([1, 2], names, "esx02")):
+        t = columns_from_engine(raw(ids), nm, host, repeats)["vm"]
+        assert t.equals(columns_from_engine(raw(ids), nm, host)["vm"])
+        assert t.column("vm").to_pylist() == [nm[i].as_py() for i in ids]
+        assert t.column("host").to_pylist() == [host] * len(ids)
 
 
 def test_extra_columns_and_tables_are_kept_in_sorted_order():
