@@ -20,6 +20,7 @@
 //! hyperthreading). The host's `capacity_mhz` is cores x MHz, as vCenter shows it: a second
 //! thread adds no MHz, and `used_mhz` (charged) stays within it.
 
+use super::prefault::Prefault;
 use super::table::{Cells, Table, Value};
 use crate::cpu::{CpuSched, VcpuState, NONE, STATES};
 use crate::sim::{Time, NS_PER_S};
@@ -79,6 +80,8 @@ pub struct Sampler {
     vm_acc: Vec<([u64; STATES], u64)>,
     /// per VM, scratch for one sample: vCPUs seen so far
     vm_idx: Vec<u32>,
+    /// the tables' reserved room being faulted in (`prefault.rs`)
+    prefault: Prefault,
 }
 
 const RUN: usize = VcpuState::Run as usize;
@@ -224,6 +227,7 @@ impl Sampler {
             last: 0,
             vm_acc: Vec::new(),
             vm_idx: Vec::new(),
+            prefault: Prefault::default(),
         }
     }
 
@@ -231,12 +235,29 @@ impl Sampler {
     /// [`RESERVE_ROWS_MAX`] rows per table), so that their rows are written without the
     /// columns regrowing: a growing column copies every row it holds at each doubling (7 M of
     /// bench-1024vm-1m's 477 M instructions, and twice the memory touched).
+    /// The room is then faulted in on another thread (`prefault.rs`).
     pub fn reserve_samples(&mut self, samples: usize, vms: usize) {
+        // the room of an earlier reservation may move now
+        self.prefault.finish();
         let rows = |per_sample: usize| samples.saturating_mul(per_sample).min(RESERVE_ROWS_MAX);
         self.host.reserve(rows(1));
         self.vm.reserve(rows(vms));
         self.vcpu.reserve(rows(self.prev.len()));
         self.pcpu.reserve(rows(self.prev_busy.len()));
+        let mut room = Vec::new();
+        for t in [&mut self.host, &mut self.vm, &mut self.vcpu, &mut self.pcpu] {
+            t.spare_room(&mut room);
+        }
+        // SAFETY: `finish` comes before the sampler moves or frees the room itself: the next
+        // reservation (above), a drain (`tables_out`), its drop. A column that outgrows its
+        // room meanwhile (beyond `RESERVE_ROWS_MAX` rows) moves, but the prefault changes no
+        // byte of memory, so at worst it maps pages now used for something else, or fails
+        unsafe { self.prefault.start(room) };
+    }
+
+    /// Wait until the reserved room is faulted in; before the tables are moved out.
+    pub fn tables_out(&mut self) {
+        self.prefault.finish();
     }
 
     /// Append one interval ending at `now`. `sched` must be accounted up to `now`.

@@ -155,6 +155,18 @@ impl Table {
         }
     }
 
+    /// Each column's reserved room after its rows, as (address, bytes), onto `out`.
+    pub fn spare_room(&mut self, out: &mut Vec<(usize, usize)>) {
+        for (_, c) in &mut self.columns {
+            let (at, bytes) = match c {
+                Column::F64(v) => (v.spare_capacity_mut().as_ptr() as usize, std::mem::size_of_val(v.spare_capacity_mut())),
+                Column::U64(v) => (v.spare_capacity_mut().as_ptr() as usize, std::mem::size_of_val(v.spare_capacity_mut())),
+                Column::U32(v) => (v.spare_capacity_mut().as_ptr() as usize, std::mem::size_of_val(v.spare_capacity_mut())),
+            };
+            out.push((at, bytes));
+        }
+    }
+
     /// Move every row out, leaving this table empty with the same schema (the sampler is
     /// drained this way while a run goes, so it never holds more than one drain's rows).
     pub fn take(&mut self) -> Table {

@@ -310,6 +310,7 @@ impl Simulation {
     /// [`Simulation::tables`]). A run drained as it goes holds one drain's rows.
     pub fn drain_tables(&mut self) -> Vec<(&'static str, Table)> {
         let s = &mut self.sampler;
+        s.tables_out();
         let mut v = vec![("host", s.host.take()), ("vm", s.vm.take()), ("vcpu", s.vcpu.take()), ("pcpu", s.pcpu.take())];
         v.extend(self.drain_mem_tables());
         if let Some(p) = &mut self.perf {
