@@ -5,12 +5,9 @@ this draws a fixed, seeded sample of the same scenarios (the strategy of that fi
 every one, so a scheduler change can be judged by its pass rate and its worst error rather than
 by which example a test run happened to meet first.
 
-    python scripts/maxmin_census.py [--examples 60] [--pools] [--attainable] [--fluid] [--dump DIR] [--set K=V]
+    python scripts/maxmin_census.py [--examples 60] [--pools] [--attainable] [--dump DIR] [--set K=V]
 
 Prints one line per scenario (pass/miss, worst error in points of a pCPU) and a summary line.
-With --fluid, a VM is judged against the range from max-min on mean demands to the fluid
-references of `fluid_oracle` (what serving under-share bursts at once attains) where a VM
-bursts under its share beside a held-back one; the error is then the distance to that range.
 """
 
 from __future__ import annotations
@@ -29,15 +26,12 @@ from hypothesis import HealthCheck, Phase, assume, given, settings  # noqa: E402
 import test_maxmin_property as prop  # noqa: E402
 from maxmin_oracle import expected_vm_mhz  # noqa: E402
 
-import fluid_oracle  # noqa: E402
-
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--examples", type=int, default=60)
     ap.add_argument("--pools", action="store_true", help="draw pool trees too")
     ap.add_argument("--attainable", action="store_true", help="keep only the scenarios `attainable` keeps")
-    ap.add_argument("--fluid", action="store_true", help="judge against max-min and the fluid references")
     ap.add_argument("--dump", type=Path, help="write each missed scenario here as miss-<n>.yaml")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="a cpu_scheduler setting for every scenario, in engine units (ns, bools as "
@@ -65,28 +59,15 @@ def main() -> int:
         core = sc.host.core_mhz
         expected = expected_vm_mhz(sc)
         got = prop.measure(sc)
-        span = {v: (e, e) for v, e in expected.items()}
-
-        def off(v):  # MHz beyond the range, and whether beyond its tolerance
-            lo, hi = span[v]
-            d = got[v] - hi if got[v] > hi else got[v] - lo if got[v] < lo else 0.0
-            end = hi if d > 0 else lo
-            return d, abs(d) > max(prop.REL_TOL * end, prop.ABS_TOL_PCPU * core)
-
-        bad = [v for v in expected if off(v)[1]]
-        ranged = []  # off max-min but inside the fluid range
-        if bad and args.fluid:  # the range holds max-min: only a miss needs the fluid references
-            span = fluid_oracle.bounds(sc, expected)
-            ranged = [v for v in bad if not off(v)[1]]
-            bad = [v for v in expected if off(v)[1]]
-        worst = max((off(v)[0] / core for v in expected), key=abs)
+        bad = [v for v in expected
+               if abs(got[v] - expected[v]) > max(prop.REL_TOL * expected[v], prop.ABS_TOL_PCPU * core)]
+        worst = max(((got[v] - expected[v]) / core for v in expected), key=abs)
         rows.append((not bad, worst))
         if bad and args.dump:
             args.dump.mkdir(parents=True, exist_ok=True)
             (args.dump / f"miss-{len(rows)}.yaml").write_text(key)
         print(f"{len(rows):3} {'ok  ' if not bad else 'MISS'} cores={sc.host.cores} vms={len(sc.vms)} "
-              f"pools={len(sc.resource_pools)} worst={100 * worst:+.2f} pts {' '.join(bad)}"
-              f"{' in the fluid range: ' + ' '.join(ranged) if ranged else ''}", flush=True)
+              f"pools={len(sc.resource_pools)} worst={100 * worst:+.2f} pts {' '.join(bad)}", flush=True)
 
     census()
     ok = sum(r[0] for r in rows)

@@ -43,7 +43,7 @@ VM demands.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -302,12 +302,24 @@ def burst_exposed(sc) -> bool:
     return caps > capacity or limited
 
 
-def bounds(sc, mean_mhz: dict[str, float]) -> dict[str, tuple[float, float]]:
-    """Per VM, the MHz range an engine that serves under-share bursts at once may deliver:
-    from the least to the most of max-min on mean demands (`mean_mhz`) and the two fluid
-    references, under-share VMs served first and every VM by shares."""
-    if not burst_exposed(sc):
-        return {v: (m, m) for v, m in mean_mhz.items()}
-    first = expected_vm_mhz(sc, at_once=under_share(sc))
-    shares = expected_vm_mhz(sc)
-    return {v: (min(m, first[v], shares[v]), max(m, first[v], shares[v])) for v, m in mean_mhz.items()}
+def judge(sc, mean_mhz: dict[str, float], got_mhz: dict[str, float],
+          tol: Callable[[float], float]) -> tuple[list[str], dict[str, tuple[float, float]]]:
+    """(VMs off their range, each VM's range in MHz) for an engine run that delivered `got_mhz`.
+
+    A VM's range runs from the least to the most of max-min on mean demands (`mean_mhz`) and
+    the two fluid references (served at once, by shares) where the scenario is
+    :func:`burst_exposed`, else it is max-min alone; `tol(end)` widens each end. The fluid
+    references are computed only when max-min alone leaves a VM off (the range holds max-min),
+    served at once first, by shares only if a VM is still off."""
+    span = {v: (m, m) for v, m in mean_mhz.items()}
+
+    def off() -> list[str]:
+        return [v for v, (lo, hi) in span.items() if got_mhz[v] < lo - tol(lo) or got_mhz[v] > hi + tol(hi)]
+
+    refs = [lambda: expected_vm_mhz(sc, at_once=under_share(sc)), lambda: expected_vm_mhz(sc)]
+    bad = off()
+    while bad and refs and burst_exposed(sc):
+        ref = refs.pop(0)()
+        span = {v: (min(lo, ref[v]), max(hi, ref[v])) for v, (lo, hi) in span.items()}
+        bad = off()
+    return bad, span

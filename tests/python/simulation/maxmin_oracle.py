@@ -94,27 +94,43 @@ def split(amount: float, shares: Sequence[float], lo: Sequence[float], hi: Seque
     return [min(max(level * s, a), b) for s, a, b in zip(shares, lo, hi)]
 
 
-def ceiling(node: Node, core_mhz: float) -> float:
+def ceiling(node: Node, core_mhz: float, memo: Optional[dict] = None) -> float:
+    """A node's ceiling; `memo` (by node id) keeps each subtree's for one allocation."""
+    if memo is not None and id(node) in memo:
+        return memo[id(node)]
     if isinstance(node, OVm):
         hi = min(node.demand, node.vcpus * core_mhz)
-        return hi if node.limit is None else min(hi, node.limit)
-    hi = sum(ceiling(c, core_mhz) for c in node.children)
-    return hi if node.limit is None else min(hi, node.limit)
+    else:
+        hi = sum(ceiling(c, core_mhz, memo) for c in node.children)
+    hi = hi if node.limit is None else min(hi, node.limit)
+    if memo is not None:
+        memo[id(node)] = hi
+    return hi
 
 
-def floor(node: Node, core_mhz: float) -> float:
+def floor(node: Node, core_mhz: float, memo: Optional[dict] = None, hi_memo: Optional[dict] = None) -> float:
+    """A node's floor; `memo` and `hi_memo` (by node id) keep floors and ceilings for one allocation."""
+    if memo is not None and id(node) in memo:
+        return memo[id(node)]
+    hi = ceiling(node, core_mhz, hi_memo)
     if isinstance(node, OVm):
-        return min(node.reservation, ceiling(node, core_mhz))
-    return min(max(node.reservation, sum(floor(c, core_mhz) for c in node.children)), ceiling(node, core_mhz))
+        lo = min(node.reservation, hi)
+    else:
+        lo = min(max(node.reservation, sum(floor(c, core_mhz, memo, hi_memo) for c in node.children)), hi)
+    if memo is not None:
+        memo[id(node)] = lo
+    return lo
 
 
 def allocate(capacity: float, children: Sequence[Node], core_mhz: float) -> dict[str, float]:
     """MHz allocated to every VM and pool (by name) below a root of ``capacity`` MHz."""
     out: dict[str, float] = {}
+    lo: dict[int, float] = {}
+    hi: dict[int, float] = {}
 
     def down(amount: float, kids: Sequence[Node]) -> None:
-        got = split(amount, [k.shares for k in kids], [floor(k, core_mhz) for k in kids],
-                    [ceiling(k, core_mhz) for k in kids])
+        got = split(amount, [k.shares for k in kids], [floor(k, core_mhz, lo, hi) for k in kids],
+                    [ceiling(k, core_mhz, hi) for k in kids])
         for k, a in zip(kids, got):
             out[k.name] = a
             if isinstance(k, OPool):
