@@ -28,35 +28,45 @@ engine thrashing on events), which keeps the file's runtime bounded. Failing exa
 shrunk (each try is a simulation; shrinking took minutes): the message prints the whole
 scenario, expected and got per VM, and the example database replays it first next time.
 
-Status (issue 5): the test over the regime where max-min on mean demands is attainable is strict;
-it runs a fixed sample built from seeded `random.Random` draws (Hypothesis mixes constants from
-every imported module into its draws, so even a derandomized sample changed between a run alone
-and the whole suite), and all 100 pass. The two over every drawn scenario stay quarantined as
-non-strict xfail: over the whole draw (scripts/maxmin_census.py, 400 scenarios each, without the
-window accounting) 396 with pools and 397 without are on their allocation, and the misses
-have three reasons the note on issue 5 details: near 100% load a
-finite run ends with seconds of work queued in the guests; a bottlenecked VM near its per-vCPU cap
-beside bursty VMs that get all they want loses what the bursts overlap; and near saturation the
-scheduler's demand estimate cannot tell a vCPU whose wake-ups collide often from a backlogged one.
+Beside VMs whose bursts get all they want, a held-back VM can get less than max-min on mean
+demands: it loses what the bursts overlap and can make it up only in its slack (each vCPU runs
+on one pCPU at most). Four vCPUs bursting at 0.52 each (fixed 5 ms bursts, under their VM's
+share) beside a busy 2-vCPU VM, on 4 pCPUs: max-min gives the busy VM 1.92 pCPUs, the engine
+1.47 to 1.91 by seed. Reaching 1.92 needs the bursty vCPUs READY about half the time
+(scripts/gps_bursty_case.py), which issue 5's semantic test (a VM under its share gets its
+demand with near-zero %RDY) forbids. So where a scenario is burst-exposed (a VM bursts under its
+share, and the VMs' vCPUs can exceed the host or a limit bind), a VM off max-min is judged against a
+range: from the least to the most of max-min and the two references of `fluid_oracle`, written
+apart from the engine, over the engine's own arrival phases: fluid hierarchical max-min at every
+instant with the under-share bursts served at once, and with every VM at its share of the
+instant. Each end has the tolerance above. Where no VM bursts under its share, or nothing can
+contend, the references are max-min (`test_fluid_oracle.py`), and only max-min is used.
 
-The second is a conflict between two of issue 5's asks, not a scheduler bug. Four vCPUs bursting
-at 0.52 each (fixed 5 ms bursts, under their VM's share) beside a busy 2-vCPU VM, on 4 pCPUs:
-max-min on mean demands gives the busy VM 1.92 pCPUs; the engine gives 1.76 on average over
-seeds 1-12 (1.47 to 1.91: fixed bursts keep their phases); serving every burst at once would
-give 1.58. scripts/gps_bursty_case.py, a fluid reference, reaches 1.92 only with the
-entitlements as weights, by keeping each bursty vCPU READY about half the time, and the
-semantic test (a VM under its share gets its demand with near-zero %RDY) forbids that. Session
-24 tried keeping each vCPU's lag across a halt (research/cpu.md C3 read literally), keeping only
-its debt, and two preemption rules: the best on this case (busy 1.89) cost the census 11
-scenarios, and the lag rules make the semantic test's light VM wait 61-75 %RDY
-(docs/cpu-scheduler.md, "The fair clock across a halt", has the table and what is left of the
-census's misses: two of this kind and one limit release). The quarantined tests run on every
-`make test` and report XPASS/XFAIL, so progress shows.
+Status (issue 5): the test over the scenarios `attainable` keeps (all but near-critical load)
+is strict; it runs a fixed sample built from seeded `random.Random` draws (Hypothesis mixes
+constants from every imported module into its draws, so even a derandomized sample changed
+between a run alone and the whole suite), and all 100 pass (seeds 0-111: 79 are burst-exposed,
+32 of them in the regime the sample left out before the fluid range, and all are on max-min). The bursty case at its two worst seeds and the
+census's four misses of that kind are strict too, in their range. Judged so, the census
+(scripts/maxmin_census.py, 400 scenarios each, without the window accounting, then
+scripts/maxmin_fluid_judge.py on its misses) has 398 of 400 with pools and 400 of 400 without
+(max-min alone: 396 and 397); the two left are seed 524's limit release (docs/cpu-scheduler.md).
+Past the strict sample, of the first 200 burst-exposed seeded scenarios (seeds to 652), 192 are
+on max-min, 6 in their range and 2 off it, real misses: seed 285 (a fixed pool at its limit gets
+7 points under it, a VM in another pool the rest) and seed 307 (a 1-vCPU VM near its cap in a
+nested pool, 2.95 points over the range's top). The two tests over every drawn scenario judge by
+the range too and stay quarantined as non-strict xfail: near 100% load a finite run ends with
+seconds of work queued in the guests; limit releases (seed 524's kind; a drawn example: a VM at
+70 shares beside two limit-bound VMs used 12.93% for a range top of 11.11%); the two kinds
+above; and near saturation the scheduler's demand estimate cannot tell a vCPU whose wake-ups
+collide often from a backlogged one. They run on every `make test` and report XPASS/XFAIL, so
+progress shows.
 """
 
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, Phase, assume, given, settings
@@ -64,12 +74,14 @@ from hypothesis import strategies as st
 from maxmin_oracle import expected_vm_mhz
 
 from vmtwin import VM, CpuBound, Host, Idle, ResourcePool, Scenario, Simulation
+from vmtwin.scenario.loading import load_scenario
 
 KNOWN_GAPS = pytest.mark.xfail(
     strict=False,
-    reason="issue 5: near-critical load leaves guest backlog; bursty VMs that get all they want "
-           "take overlapping time from a bottlenecked VM near its per-vCPU cap; near saturation "
-           "the demand estimate reads colliding wake-ups as backlog")
+    reason="issue 5: near-critical load leaves guest backlog; limit releases over-serve a VM beside "
+           "limit-bound ones; a pool at its limit under-delivered (seed 285); a near-cap VM in nested "
+           "pools over-served (seed 307); near saturation the demand estimate reads colliding wake-ups "
+           "as backlog")
 
 DURATION_S = 60
 WARMUP_S = 5
@@ -244,27 +256,33 @@ def window_demand(sc: Scenario, got: dict[str, float]) -> Scenario:
 
 
 def violations(sc: Scenario) -> tuple[list[str], str]:
-    """(VMs off their allocation, a report of the scenario with expected and got per VM)."""
+    """(VMs off their range, a report of the scenario with the range and got per VM).
+
+    A VM's range is its max-min allocation on the window's mean demands, widened where the
+    scenario is burst-exposed to what serving under-share bursts at once attains
+    (`fluid_oracle.judge`; computed only when max-min alone leaves a VM off)."""
+    import fluid_oracle  # noqa: PLC0415 - here: the census imports this module, and an import
+    # at the top would change its Hypothesis sample (constants of every local module)
+
     core = sc.host.core_mhz
     got = measure(sc)
     expected = expected_vm_mhz(window_demand(sc, got))
-    bad = []
+    bad, span = fluid_oracle.judge(sc, expected, got, lambda x: max(REL_TOL * x, ABS_TOL_PCPU * core))
     lines = [f"host: {sc.host.cores} cores x {core} MHz = {sc.host.cores * core} MHz, seed {sc.seed}"]
     for p in sc.resource_pools:
         lines.append(f"pool {p.name} (parent {p.parent}): shares {p.cpu.shares}, reservation {p.cpu.reservation}, "
                      f"limit {p.cpu.limit}, expandable {p.cpu.expandable_reservation}")
     lines.append(f"{'vm':6} {'pool':5} {'vcpus':>5} {'shares':>7} {'res':>6} {'limit':>6} {'duty':>5} {'dist':>5}"
-                 f" {'exp %USED':>10} {'got %USED':>10} {'err':>7}")
+                 f" {'exp %USED':>10} {'fluid range':>15} {'got %USED':>10} {'err':>7}")
     for vm in sc.vms:
         e, g = expected[vm.name], got[vm.name]
-        ok = abs(g - e) <= max(REL_TOL * e, ABS_TOL_PCPU * core)
-        if not ok:
-            bad.append(vm.name)
+        lo, hi = span[vm.name]
+        rng = "" if lo == hi else f"{100 * lo / core:.2f}-{100 * hi / core:.2f}"
         w = vm.workload
         lines.append(f"{vm.name:6} {str(vm.pool):5} {vm.vcpus:>5} {str(vm.cpu.shares):>7} {vm.cpu.reservation:>6} "
                      f"{str(vm.cpu.limit):>6} {getattr(w, 'duty', 0):>5} {getattr(w, 'burst_distribution', '-')[:5]:>5}"
-                     f" {100 * e / core:>10.2f} {100 * g / core:>10.2f} {100 * (g - e) / core:>+7.2f}"
-                     f"{'' if ok else '  <-- off'}")
+                     f" {100 * e / core:>10.2f} {rng:>15} {100 * g / core:>10.2f} {100 * (g - e) / core:>+7.2f}"
+                     f"{'  <-- off' if vm.name in bad else ''}")
     return bad, "\n".join(lines)
 
 
@@ -296,36 +314,18 @@ def test_pooled_vms_get_their_hierarchical_maxmin_allocation(sc: Scenario):
 # --------------------------------------------------------------------------------------------
 
 NEAR_CRITICAL = (0.85, 1.15)  # host load (mean demand / capacity) where guest backlogs linger
-BURST_EXPOSED = 0.5  # per-vCPU allocation above which a held-back VM loses what bursts overlap
 
 
 def attainable(sc: Scenario) -> bool:
-    """True unless the scenario is in one of the regimes of the quarantined tests' misses.
-
-    Near critical load a finite run ends with seconds of work queued in the guests. And beside
-    VMs whose duty-cycled bursts get all they want, the VMs held back by the others cannot reach
-    the optimum on mean demands when either one of them has a per-vCPU allocation above
-    BURST_EXPOSED (it loses about what the bursts overlap, as a scheduler serving the bursts
-    promptly must) or together they have fewer vCPUs than the host has cores (what the bursts
-    leave when they dip exceeds what they can run on). Busy VMs beside them are fine.
-    """
+    """True unless the host is near critical load, where a finite run ends with seconds of work
+    queued in the guests. (Beside VMs whose bursts get all they want, a held-back VM may get
+    less than max-min on mean demands: `violations` judges it against the fluid range.)"""
     core = sc.host.core_mhz
-    expected = expected_vm_mhz(sc)
-    demand = {v.name: 0.0 if isinstance(v.workload, Idle) else v.workload.duty * v.vcpus * core for v in sc.vms}
-    load = sum(demand.values()) / (sc.host.cores * core)
-    if NEAR_CRITICAL[0] <= load <= NEAR_CRITICAL[1]:
-        return False
-    bursty_satisfied = any(not isinstance(v.workload, Idle) and v.workload.duty < 1.0
-                           and demand[v.name] <= expected[v.name] * (1 + REL_TOL) for v in sc.vms)
-    held = [v for v in sc.vms if demand[v.name] > expected[v.name] * (1 + REL_TOL)]
-    near_cap = any(expected[v.name] / (v.vcpus * core) > BURST_EXPOSED for v in held)
-    # held-back VMs with fewer vCPUs than the host has cores cannot take all the CPU the bursty
-    # VMs leave when their bursts dip (each vCPU uses one pCPU at most): that CPU idles
-    too_narrow = 0 < sum(v.vcpus for v in held) < sc.host.cores
-    return not (bursty_satisfied and (near_cap or too_narrow))
+    demand = sum(0.0 if isinstance(v.workload, Idle) else v.workload.duty * v.vcpus * core for v in sc.vms)
+    return not NEAR_CRITICAL[0] <= demand / (sc.host.cores * core) <= NEAR_CRITICAL[1]
 
 
-ATTAINABLE_SAMPLE = 100  # attainable scenarios, from seeds 0, 1, 2, ... (163 seeds give 100)
+ATTAINABLE_SAMPLE = 100  # attainable scenarios, from seeds 0, 1, 2, ... (112 seeds give 100)
 
 
 def attainable_sample(n: int = ATTAINABLE_SAMPLE):
@@ -353,3 +353,32 @@ def test_attainable_scenarios_get_their_hierarchical_maxmin_allocation():
         if bad:
             reports.append(f"VMs off their max-min allocation: {bad}\n{report}\n--- scenario ---\n{sc.to_yaml()}")
     assert not reports, f"{len(reports)} of {ATTAINABLE_SAMPLE} off:\n" + "\n\n".join(reports)
+
+
+# --------------------------------------------------------------------------------------------
+# Bursts served at once: cases where the engine is off max-min on mean demands
+# --------------------------------------------------------------------------------------------
+
+BURST_CASES = Path(__file__).parent / "data" / "maxmin_bursts"
+
+
+def _bursty_beside_busy(seed: int) -> Scenario:
+    """Issue 5's case: on 4 pCPUs, 4 vCPUs bursting 5 ms at duty 0.52 beside a busy 2-vCPU VM."""
+    return Scenario(name="bursty", seed=seed, duration=f"{DURATION_S}s", sample_interval="5s",
+                    host=Host(cores_per_llc=4, threads_per_core=1, core_mhz="1000MHz"),
+                    vms=[VM(name="bursty", vcpus=4, workload=CpuBound(duty=0.52, burst="5ms", arrivals="open",
+                                                                       burst_distribution="fixed")),
+                         VM(name="busy", vcpus=2, workload=CpuBound(duty=1.0, burst="5ms", arrivals="open",
+                                                                     burst_distribution="fixed"))])
+
+
+@pytest.mark.parametrize("case", ["bursty-seed-8", "bursty-seed-12"] + sorted(p.stem for p in BURST_CASES.glob("*.yaml")))
+def test_bursts_served_at_once_keep_each_vm_in_its_fluid_range(case):
+    """Where the engine misses max-min on mean demands because it serves under-share bursts at
+    once, it stays in the fluid range: issue 5's bursty case at the two seeds where the busy VM
+    gets least (1.48 and 1.47 pCPU: max-min 1.92, by shares 1.62 and 1.54, at once 1.47 and
+    1.20), and the census's four misses of this kind (pooled rows 340 and 394, flat rows 163 and
+    345, `scripts/maxmin_census.py --examples 400 [--pools] --dump`)."""
+    sc = (_bursty_beside_busy(int(case.rsplit("-", 1)[1])) if case.startswith("bursty")
+          else load_scenario(BURST_CASES / f"{case}.yaml"))
+    assert_on_allocation(sc)
