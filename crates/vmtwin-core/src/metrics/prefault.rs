@@ -88,14 +88,26 @@ impl std::fmt::Debug for Prefault {
     }
 }
 
+/// Bytes of the largest range faulted in per round (8 pages): see [`populate`].
+const ROUND_BYTES: usize = 8 * PAGE;
+
 /// Fault in each range's whole pages, writable; errors are ignored (the sampler's writes fault
-/// whatever is left).
+/// whatever is left). The sampler fills every column at the same pace, a row at a time, so the
+/// ranges are faulted in the same order: round by round, the same share of each (not one column
+/// after another, which would leave the last columns' first pages to the sampler).
 fn populate(ranges: &[(usize, usize)]) {
-    for &(addr, bytes) in ranges {
-        let start = addr.next_multiple_of(PAGE);
-        let end = (addr + bytes) / PAGE * PAGE;
-        if end > start {
-            sys::populate_write(start, end - start);
+    let largest = ranges.iter().map(|r| r.1).max().unwrap_or(0);
+    let rounds = largest.div_ceil(ROUND_BYTES).max(1);
+    for r in 0..rounds {
+        for &(addr, bytes) in ranges {
+            // the round's share of the range, both ends rounded up to a page, so that the rounds
+            // cover its whole pages once; the last ends at its last whole page
+            let at = |k: usize| (addr + bytes * k / rounds).next_multiple_of(PAGE);
+            let end = if r + 1 == rounds { (addr + bytes) / PAGE * PAGE } else { at(r + 1) };
+            let start = at(r);
+            if end > start {
+                sys::populate_write(start, end - start);
+            }
         }
     }
 }
