@@ -399,7 +399,11 @@ impl Row<'_, '_> {
         // SAFETY: `k < n`: `slots` and `cells` point at `n` slots and cells (`Rows::row`),
         // which `rows`, borrowed, keeps in place
         let slot = unsafe { &*self.slots.add(self.k) };
-        assert!(slot.kind == kind, "column {} is {:?}, given a {kind:?}", slot.name, slot.kind);
+        // the schema is made by the same row functions that write the cells (`Sampler::new`),
+        // so a cell's type matches its column's by construction; and a cell is 64 bits whatever
+        // its type, so a mismatch could garble a value but not memory: checked in debug builds
+        // (a release check cost 3 instructions a cell, 0.8% of bench-1024vm-1m's)
+        debug_assert!(slot.kind == kind, "column {} is {:?}, given a {kind:?}", slot.name, slot.kind);
         debug_assert_eq!(slot.name, name);
         unsafe { self.cells.add(self.k).write(bits) };
         self.k += 1;
@@ -489,11 +493,16 @@ mod tests {
         }));
         assert!(short.is_err(), "a row left short panics");
         assert_eq!(t.rows(), 1, "the whole row is kept, the short one is not");
+        let mut wrong_t = t.clone();
         let wrong = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let mut rows = t.append(1);
-            rows.row().u64("t", 3);
+            let mut rows = wrong_t.append(1);
+            let mut r = rows.row();
+            r.u64("t", 3);
+            r.u32("id", 1);
+            r.u64("ns", 1);
         }));
-        assert!(wrong.is_err(), "a cell of the wrong type panics");
+        // checked in debug builds only (`Row::put`); a release build keeps the cell's bits
+        assert_eq!(wrong.is_err(), cfg!(debug_assertions), "a cell of the wrong type panics in debug builds");
         let beyond = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let mut rows = t.append(1);
             cells(&mut rows.row(), 2);
