@@ -363,6 +363,13 @@ fn max_min_run(mode: CoschedMode, pcpus: u32, vms: &[(u32, u32)]) -> (Vec<f64>, 
     (got, exact)
 }
 
+/// Must some VM run in gangs under `relaxed-3x`? C10: a busy VM's vCPUs keep their skews down
+/// only if, while it runs, at least half of them run, so a 3-vCPU VM under 1.5 pCPU must take
+/// two pCPUs at once in bursts (`vcpus` and `exact` per VM).
+fn must_gang(vcpus: &[u32], exact: &[f64]) -> bool {
+    vcpus.iter().zip(exact).any(|(&n, &e)| n >= 3 && e < n as f64 / 2.0)
+}
+
 fn max_min_vms() -> impl Strategy<Value = Vec<(u32, u32)>> {
     proptest::collection::vec((1u32..4, 1u32..8000), 1..6)
 }
@@ -388,13 +395,18 @@ proptest! {
     /// pCPUs at once half the time, from VMs that may have nothing to spare. What holds:
     /// no VM is starved, each gets at least 3/4 of its allocation (the census's least, over
     /// 2,400 draws, is 0.830; before gangs took pCPUs by priority alone, 0.006); and where no
-    /// VM has to run in gangs, most cases are exact (1,677 of 1,690 in the census; 1,651
-    /// before a gang short of pCPUs could start part of its laggards on an idle one).
+    /// VM has to run in gangs (no 3-vCPU VM under 1.5 pCPU), each is within 3% of its
+    /// allocation, as under relaxed-4x (all 1,690 such draws of the census; 1,677 before a
+    /// held vCPU competed by key for the pCPUs its VM's co-stop frees, 1,651 before a gang
+    /// short of pCPUs could start part of its laggards on an idle one).
     #[test]
     fn relaxed_3x_starves_no_vm(pcpus in 2u32..5, vms in max_min_vms()) {
         let (got, exact) = max_min_run(CoschedMode::Relaxed3x, pcpus, &vms);
+        let sizes: Vec<u32> = vms.iter().map(|v| v.0.min(pcpus)).collect();
+        let gangs = must_gang(&sizes, &exact);
         for (i, (g, e)) in got.iter().zip(&exact).enumerate() {
             prop_assert!(*g >= 0.75 * e, "vm{} got {} pCPU, exact {} (all: {:?})", i, g, e, exact);
+            prop_assert!(gangs || (g - e).abs() <= 0.03 * e.max(0.25), "no VM gangs: vm{} got {} pCPU, exact {} (all: {:?})", i, g, e, exact);
         }
     }
 }
@@ -505,6 +517,22 @@ fn relaxed_3x_lasting_costops_keep_max_min_on_the_cases_that_broke_it() {
     }
 }
 
+/// `relaxed-3x`, census draws where no VM has to gang that missed by 5-8% (seeds 95 and 22): a
+/// VM-wide co-stop frees its VM's pCPUs, the gang co-start takes some, and the held vCPUs took
+/// the rest as idle ones, ahead of other VMs' READY vCPUs owed more (a 3-vCPU VM got 1.747 pCPU
+/// of its 1.682 beside a 2-vCPU VM at 1.253 of 1.318, co-stopping every 2-4 ms, so its vCPUs
+/// kept their pCPUs without a slice end's key comparison). A held vCPU takes such a pCPU only
+/// when no vCPU queued for it has a lower key: each VM within 3%.
+#[test]
+fn relaxed_3x_held_vcpus_take_a_freed_pcpu_by_key() {
+    for (pcpus, vms) in [(3u32, vec![(2u32, 3993u32), (3, 5094)]), (3, vec![(1, 7084), (3, 7717), (2, 1032)])] {
+        let (got, exact) = max_min_run(CoschedMode::Relaxed3x, pcpus, &vms);
+        for (i, (g, e)) in got.iter().zip(&exact).enumerate() {
+            assert!((g - e).abs() <= 0.03 * e.max(0.25), "{pcpus} pCPUs {vms:?}: vm{i} got {g} pCPU, exact {e}");
+        }
+    }
+}
+
 /// `strict` with wide VMs on a big host: 8-, 4- and 2-vCPU VMs that sleep, 24 of them (112
 /// vCPUs) on 32 pCPUs. Gang co-starts of two 8-vCPU VMs once preempted each other's members a
 /// nanosecond apart (a preempted member comes back over the threshold at once and co-stops its
@@ -583,7 +611,7 @@ fn max_min_census() {
             sim.run().unwrap();
             let got: Vec<f64> = (0..exact.len()).map(|i| sim.vm_counters(i as u32)[5] as f64 / duration as f64).collect();
             let err = exact.iter().zip(&got).map(|(e, g)| (g - e).abs() / e.max(0.25)).fold(0.0, f64::max);
-            let gangs = sizes.iter().zip(&exact).any(|(&n, &e)| n >= 3 && e < n as f64 / 2.0);
+            let gangs = must_gang(&sizes, &exact);
             free_cases += usize::from(!gangs);
             least = exact.iter().zip(&got).map(|(e, g)| g / e).fold(least, f64::min);
             idle_most = idle_most.max(exact.iter().sum::<f64>() - got.iter().sum::<f64>());

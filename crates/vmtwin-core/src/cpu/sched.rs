@@ -2230,10 +2230,9 @@ impl CpuSched {
             while self.idle_count > 0 && !self.gangs[vm as usize].stopped.is_empty() {
                 let v = self.gangs[vm as usize].stopped[0];
                 let p = self.idle_pcpu_near(v, self.vcpus[v as usize].pcpu);
-                if p == NONE || !self.cell_admits(vm, p) {
+                if p == NONE || !self.cell_admits(vm, p) || !self.hold_dispatch(p, now, q) {
                     break;
                 }
-                self.run_held(vm, 0, p, now, q);
             }
         }
         self.gang_account(vm, now);
