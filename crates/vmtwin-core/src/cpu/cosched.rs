@@ -71,9 +71,10 @@
 //! stay COSTOP until the gang's skews are down (the VM's timer is set for the
 //! exact moment while every member still over the co-start skew progresses), but while no such
 //! member waits READY a held vCPU may run beside the gang ("still attempts to schedule all
-//! sibling vCPUs for better performance if there are enough pCPUs", A4.2): it takes an idle
-//! pCPU, or a pCPU being dispatched when its key is the lowest (and it may displace the vCPU
-//! that ran there). Once a member over the co-start skew waits READY, every sibling running
+//! sibling vCPUs for better performance if there are enough pCPUs", A4.2): it takes a pCPU
+//! that is idle or being dispatched when its key is the lowest there (at a slice end it may
+//! displace the vCPU that ran there); a pCPU its VM's own co-stop has just freed is idle only
+//! for an instant, while other VMs' vCPUs are queued for it. Once a member over the co-start skew waits READY, every sibling running
 //! beside it is co-stopped again. In every mode a co-stopped vCPU stays in the fair clock, as a
 //! READY one does (research/cpu.md C3: consumption and entitlement accrue "while the world is
 //! runnable (running, ready or costop)"), and is released with the key it was co-stopped with
@@ -115,8 +116,8 @@
 //!   by n - 2k ns per ns in sum), so a 3-vCPU VM under 1.5 pCPU must take two pCPUs at once in
 //!   bursts, from VMs that cannot make the time up, or idle a pCPU while it waits. No VM
 //!   starves (the least share of its max-min allocation over 2,400 census draws is 0.830);
-//!   151 of them miss the 3% bound, 13 of those where no VM has to gang, with no CPU left
-//!   idle (a partial gang co-start takes an idle pCPU). docs/cosched.md.
+//!   59 of them miss the 3% bound, none of the 1,690 where no VM has to gang, and no CPU is
+//!   left idle (a partial gang co-start takes an idle pCPU). docs/cosched.md.
 //! - Hypervisor time is not modelled (C11's fraction `h_i` is 0), so ESX 3.x's and 4.x's
 //!   progress are the same measure here; they differ only in how skew is derived from it.
 //! - A vCPU blocked in WAIT (swap-in, synchronous I/O) is accounted for the cumulative skew at

@@ -2201,11 +2201,11 @@ impl CpuSched {
     /// the gang is down to the co-start skew (`cosched_costart_skew_ns`; C12's "until the skew
     /// decreased sufficiently"). Until then the VM's other vCPUs stay co-stopped, with two
     /// exceptions that keep the gang from falling further behind: while no member over the
-    /// co-start skew waits READY, a held vCPU takes an idle pCPU ("still attempts to schedule
-    /// all sibling vCPUs ... if there are enough pCPUs", A4.2) or one its key wins at a
-    /// dispatch (`hold_dispatch`); once one waits READY, every sibling running beside it is
-    /// co-stopped again. Returns how long until the gang is down, if every member still over
-    /// the co-start skew progresses.
+    /// co-start skew waits READY, a held vCPU takes a pCPU that is idle ("still attempts to
+    /// schedule all sibling vCPUs ... if there are enough pCPUs", A4.2) or being dispatched,
+    /// when its key wins there (`hold_dispatch`); once one waits READY, every sibling running
+    /// beside it is co-stopped again. Returns how long until the gang is down, if every member
+    /// still over the co-start skew progresses.
     fn hold_or_end(&mut self, vm: u32, now: Time, q: &mut EventQueue) -> Option<Time> {
         let cs = self.params.cosched_costart_skew_ns;
         let g = &self.gangs[vm as usize];
@@ -2227,6 +2227,10 @@ impl CpuSched {
                 self.dispatch(p, now, q);
             }
         } else {
+            // by key, as at a dispatch: a pCPU the VM's own co-stop has just freed is idle for
+            // an instant while other VMs' vCPUs owed more are queued for it (taking it anyway
+            // kept a VM that co-stops every few ms on its pCPUs past every slice end's
+            // comparison: 1.747 pCPU of its 1.682, docs/cosched.md)
             while self.idle_count > 0 && !self.gangs[vm as usize].stopped.is_empty() {
                 let v = self.gangs[vm as usize].stopped[0];
                 let p = self.idle_pcpu_near(v, self.vcpus[v as usize].pcpu);
