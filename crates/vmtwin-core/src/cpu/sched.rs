@@ -253,6 +253,10 @@ pub struct Vcpu {
     /// some limiter in its VM's chain has a bucket: the hot paths skip the chain otherwise
     /// (active weights are then not kept, and are counted in when a limit is set)
     limited: bool,
+    /// its starts, stops and wakes mark its VM for a look (`strict`, `relaxed-3x`: their
+    /// looks read the siblings' states; `relaxed-4x` marks a VM when its paces move, `repace`,
+    /// or when its timer is due at the instant, `look_if_due`)
+    marks: bool,
     /// its VM is co-scheduled (`cosched.rs`); kept per vCPU, beside the state the hot paths
     /// already read, like `limited`
     cosched: bool,
@@ -472,6 +476,10 @@ pub struct CpuSched {
     /// (`settle_cosched`), and whether any bit is set
     dirty: Vec<u64>,
     any_dirty: bool,
+    /// debug builds: `relaxed-4x` VMs left unmarked by a start, stop or wake, to check at the
+    /// look (`check_unlooked`)
+    #[cfg(debug_assertions)]
+    unlooked: Vec<u64>,
     /// VMs co-stopped as a whole and waiting for a gang co-start (`strict`, `relaxed-3x`)
     waiting: Vec<u32>,
     /// `relaxed-3x` VMs whose gang co-started while their co-stop lasts (`Siblings::holding`)
@@ -561,8 +569,9 @@ impl CpuSched {
                     home: NONE,
                     load_share: 0.0,
                     run_mark: 0,
-                    cosched: k > 1 && params.cosched_mode != CoschedMode::Off,
                     limited: false,
+                    marks: k > 1 && !matches!(params.cosched_mode, CoschedMode::Off | CoschedMode::Relaxed4x),
+                    cosched: k > 1 && params.cosched_mode != CoschedMode::Off,
                     stale: 0,
                 });
             }
@@ -621,6 +630,8 @@ impl CpuSched {
             vm_paces: vec![Pace::new(0, 0, false, false); vcpus_per_vm.len()],
             dirty: vec![0; vcpus_per_vm.len().div_ceil(64)],
             any_dirty: false,
+            #[cfg(debug_assertions)]
+            unlooked: vec![0; vcpus_per_vm.len().div_ceil(64)],
             waiting: Vec::new(),
             holding: Vec::new(),
             spare_stopped: Vec::new(),
@@ -738,15 +749,20 @@ impl CpuSched {
     }
 
     /// Co-scheduled `v` changed [`PACE_CLASS`] at `now`: rewrite its pace, and its VM's fold
-    /// in place, or again over the VM's vCPUs when `v` gave up an extreme.
+    /// in place, or again over the VM's vCPUs when `v` gave up an extreme. Under `relaxed-4x`
+    /// the VM is marked for a look only when its fold moved (see `settle_dirty`).
     #[inline(never)]
     fn repace(&mut self, v: u32, now: Time) {
         let vc = &self.vcpus[v as usize];
         let new = Pace::new(vc.progress_ns(now), now, PROGRESS[vc.state as usize], vc.state == VcpuState::Run);
         let old = std::mem::replace(&mut self.paces[v as usize], new);
         let vm = vc.vm;
+        let before = self.vm_paces[vm as usize];
         if !Pace::replace(&mut self.vm_paces[vm as usize], old, new) {
             self.vm_paces[vm as usize] = Pace::fold(&self.paces[self.vcpus_of(vm)]);
+        }
+        if self.params.cosched_mode == CoschedMode::Relaxed4x && self.vm_paces[vm as usize] != before {
+            self.mark_dirty(vm);
         }
     }
 
@@ -1060,8 +1076,7 @@ impl CpuSched {
         debug_assert!(matches!(vc.state, VcpuState::Idle | VcpuState::Wait));
         vc.work_left = work.max(1);
         if vc.cosched {
-            let vm = vc.vm;
-            self.mark_dirty(vm);
+            self.touched(v, now);
         }
         self.place_key(v, now, false);
         self.set_state(v, now, VcpuState::Ready);
@@ -1403,7 +1418,7 @@ impl CpuSched {
         // the quantum and the limits bound the slice; the burst's work ends it sooner
         let mut slice = self.params.quantum_ns;
         if vc.limited | vc.cosched {
-            slice = self.start_bound(v, slice);
+            slice = self.start_bound(v, slice, now);
         }
         let vc = &self.vcpus[v as usize];
         let work = vc.work_left;
@@ -1456,9 +1471,10 @@ impl CpuSched {
     }
 
     /// What a starting vCPU's limits and co-scheduling do: the slice its buckets allow (see
-    /// `start`), and a look at its siblings before the scheduler returns.
+    /// `start`), and a look at its siblings before the scheduler returns (for `relaxed-4x`
+    /// only if its VM's timer is due now, `touched`).
     #[inline(never)]
-    fn start_bound(&mut self, v: u32, mut slice: Time) -> Time {
+    fn start_bound(&mut self, v: u32, mut slice: Time, now: Time) -> Time {
         let vc = &self.vcpus[v as usize];
         let vm = vc.vm;
         let chain: &[u32] = if vc.limited { &self.chains[vm as usize] } else { &[] };
@@ -1476,13 +1492,13 @@ impl CpuSched {
             }
         }
         if vc.cosched {
-            self.mark_dirty(vm);
+            self.touched(v, now);
         }
         slice
     }
 
     /// What a stopping vCPU's limits and co-scheduling do: its buckets pay for the `ran` ns,
-    /// and its siblings are looked at before the scheduler returns.
+    /// and its siblings are looked at before the scheduler returns (as in `start_bound`).
     #[inline(never)]
     fn stop_bound(&mut self, v: u32, ran: Time, now: Time) {
         let vc = &self.vcpus[v as usize];
@@ -1496,7 +1512,7 @@ impl CpuSched {
             }
         }
         if vc.cosched {
-            self.mark_dirty(vm);
+            self.touched(v, now);
         }
     }
 
@@ -1576,7 +1592,7 @@ impl CpuSched {
     fn progress_changed(&mut self, v: u32, now: Time) {
         if self.vcpus[v as usize].cosched {
             let vm = self.vcpus[v as usize].vm;
-            if self.params.cosched_mode != CoschedMode::Relaxed4x {
+            if self.vcpus[v as usize].marks {
                 self.gang_account(vm, now);
             }
             self.mark_dirty(vm);
@@ -1853,6 +1869,38 @@ impl CpuSched {
     fn mark_dirty(&mut self, vm: u32) {
         self.dirty[vm as usize / 64] |= 1 << (vm % 64);
         self.any_dirty = true;
+    }
+
+    /// A start, stop or wake of one of `relaxed-4x` VM `vm`'s vCPUs at `now`, inside a
+    /// scheduler call (which looks at the marked VMs before it returns, at `now`): the VM is
+    /// marked only if its timer is due at this very instant. A look at an unmarked VM whose
+    /// fold has not moved changes nothing (`settle_cosched`), except when its timer is due
+    /// now: the look then releases the co-stopped vCPU that timer was for, and moves the
+    /// timer before it fires. Only the VM's own look sets its timer, so the one read here is
+    /// the one the look at the call's end would see.
+    #[inline(always)]
+    fn look_if_due(&mut self, vm: u32, now: Time) {
+        if self.gangs[vm as usize].timer_at == now {
+            self.mark_dirty(vm);
+        } else {
+            #[cfg(debug_assertions)]
+            {
+                self.unlooked[vm as usize / 64] |= 1 << (vm % 64);
+            }
+        }
+    }
+
+    /// A start, stop or wake of co-scheduled `v` at `now`, inside a scheduler call: its VM is
+    /// marked (`Vcpu::marks`), or looked at if its timer is due now (`relaxed-4x`).
+    #[inline]
+    fn touched(&mut self, v: u32, now: Time) {
+        let vc = &self.vcpus[v as usize];
+        let vm = vc.vm;
+        if vc.marks {
+            self.mark_dirty(vm);
+        } else {
+            self.look_if_due(vm, now);
+        }
     }
 
     /// Co-stop `v` (READY, MLMTD, or RUN and already stopped) if it runs too far ahead of a
@@ -2361,16 +2409,28 @@ impl CpuSched {
     /// Look again at every VM whose siblings' progress changed: release the co-stopped vCPUs
     /// no longer blocked (a sibling they waited for progresses), and arm the VM's timer for
     /// the moment a running vCPU would next run too far ahead.
+    ///
+    /// Under `relaxed-4x` a look reads only the VM's folded paces, its co-stopped vCPUs (still:
+    /// their progress is constant) and its timer. While the fold stays put, the release and
+    /// block moments the last look armed the timer for stay put too, and no co-stopped vCPU is
+    /// caught up before that timer fires; a vCPU co-stopped since then is blocked, so neither
+    /// caught up nor due for release. A look then changes nothing, so the VM is marked only
+    /// when its fold moves (`repace`), when its timer fires, and at a start, stop or wake at
+    /// the instant its timer is due (`look_if_due`: the look releases then, ahead of the
+    /// timer), not at every start and stop: a slice continued or restarted at a new
+    /// hyperthread rate moves nothing. Debug builds check each look left out
+    /// (`check_unlooked`).
     #[inline(always)]
     fn settle_cosched(&mut self, now: Time, q: &mut EventQueue) {
         if self.any_dirty {
             self.settle_dirty(now, q);
         }
+        #[cfg(debug_assertions)]
+        self.check_unlooked(now);
     }
 
     #[inline(never)]
     fn settle_dirty(&mut self, now: Time, q: &mut EventQueue) {
-        let th = self.params.cosched_skew_threshold_ns;
         let cs = self.params.cosched_costart_skew_ns;
         while let Some(vm) = self.next_dirty() {
             if self.params.cosched_mode != CoschedMode::Relaxed4x {
@@ -2385,18 +2445,9 @@ impl CpuSched {
             if least != Time::MAX && lead.caught_up(least, cs) {
                 lead = self.release_caught_up(vm, lead, now, q);
             }
-            // the timer at the moment a running vCPU first leads too far, moved later or
-            // cancelled as well as earlier: until the siblings change again that moment is
-            // fixed, and a look before it would find no vCPU to stop
-            // ... or at the moment a co-stopped one has caught up, if that is earlier
-            let mut due = lead.next_block_in(th);
-            let least = self.gangs[vm as usize].stopped_least;
-            if least != Time::MAX {
-                if let Some(d) = lead.next_release_in(least, cs) {
-                    due = Some(due.map_or(d, |e| e.min(d)));
-                }
-            }
-            let at = due.map_or(Time::MAX, |d| now + d);
+            // the timer moved later or cancelled as well as earlier: until the siblings
+            // change again that moment is fixed, and a look before it would find no vCPU to stop
+            let at = self.timer_due(vm, &lead, now);
             let slot = self.cosched_slot(vm);
             let g = &mut self.gangs[vm as usize];
             if at != g.timer_at {
@@ -2407,6 +2458,39 @@ impl CpuSched {
                     g.timer_gen = g.timer_gen.wrapping_add(1);
                     q.set_timer(slot, at, Event::Cosched { vm, gen: g.timer_gen });
                 }
+            }
+        }
+    }
+
+    /// `relaxed-4x`: when VM `vm`'s timer is due, its siblings being `lead`: at the moment a
+    /// running vCPU first leads too far, or a co-stopped one has caught up, if that is earlier;
+    /// `Time::MAX` for neither.
+    #[inline]
+    fn timer_due(&self, vm: u32, lead: &Lead, now: Time) -> Time {
+        let mut due = lead.next_block_in(self.params.cosched_skew_threshold_ns);
+        let least = self.gangs[vm as usize].stopped_least;
+        if least != Time::MAX {
+            if let Some(d) = lead.next_release_in(least, self.params.cosched_costart_skew_ns) {
+                due = Some(due.map_or(d, |e| e.min(d)));
+            }
+        }
+        due.map_or(Time::MAX, |d| now + d)
+    }
+
+    /// Debug builds: the `relaxed-4x` VMs a start, stop or wake left unmarked since the last
+    /// look (`look_if_due`) are ones a look would not change: none of their co-stopped vCPUs
+    /// has caught up, and their timer is where a look would arm it.
+    #[cfg(debug_assertions)]
+    fn check_unlooked(&mut self, now: Time) {
+        for w in 0..self.unlooked.len() {
+            let mut bits = std::mem::take(&mut self.unlooked[w]);
+            while bits != 0 {
+                let vm = w as u32 * 64 + bits.trailing_zeros();
+                bits &= bits - 1;
+                let lead = self.lead_of(vm, now);
+                let least = self.gangs[vm as usize].stopped_least;
+                assert!(least == Time::MAX || !lead.caught_up(least, self.params.cosched_costart_skew_ns), "vm {vm} left unlooked at {now} has a vCPU to release");
+                assert_eq!(self.timer_due(vm, &lead, now), self.gangs[vm as usize].timer_at, "vm {vm} left unlooked at {now}: its timer would move");
             }
         }
     }

@@ -261,7 +261,7 @@ impl CpuSched {
         if !whole {
             self.ht.vcpu_ns[v as usize] += dt;
         }
-        if vc.limited | vc.cosched {
+        if vc.limited | vc.marks {
             self.stop_bound(v, dt, now);
         }
     }
@@ -483,6 +483,14 @@ impl CpuSched {
     #[inline(never)]
     pub(super) fn ht_settle_all(&mut self, now: Time) {
         for p in 0..self.pcpus.len() as u32 {
+            // outside a scheduler call (a sample, a reweighting) a settled co-scheduled vCPU's
+            // VM is marked, to be looked at on the next call, whenever that is: its timer may
+            // be due then (`look_if_due` covers only looks at the instant of the change)
+            let (v, start) = (self.pcpus[p as usize].running, self.pcpus[p as usize].slice_start);
+            if v != NONE && start != now && self.vcpus[v as usize].cosched {
+                let vm = self.vcpus[v as usize].vm;
+                self.mark_dirty(vm);
+            }
             self.ht_settle(p, now);
         }
     }
