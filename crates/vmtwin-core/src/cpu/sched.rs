@@ -1099,7 +1099,8 @@ impl CpuSched {
     /// released every few ms). Measured on the census's seed 524 (8 pCPUs;
     /// docs/cpu-scheduler.md): with the waker's key alone, two limit-bound VMs' releases
     /// preempted a busy 6-vCPU VM 105,800 times in 60 s and it lost 2.3 points of a pCPU to
-    /// a VM limited above its entitlement. On one pCPU beside a busy VM (the %MLMTD test) the
+    /// a VM limited above its entitlement; without the some 6,200 of those whose victim was
+    /// behind the clock, it loses nothing. On one pCPU beside a busy VM (the %MLMTD test) the
     /// other VM is ahead of the clock whenever the keys let the release preempt, so the
     /// release still runs as soon as its bucket allows and its wait shows as MLMTD.
     fn place_with(&mut self, v: u32, now: Time, q: &mut EventQueue, floor: f64) {
