@@ -1023,7 +1023,8 @@ impl CpuSched {
     /// share of the pool's allocation at the pool's water level (`entitlement.rs`). Enforced in
     /// the VM's own bucket beside its own limit, so that the children of a limited pool split
     /// the limit by their shares and reservations however many pCPUs they run on at once (the
-    /// pool's own bucket only caps their sum).
+    /// pool's own bucket only caps their sum). It binds only while a pool bucket above the VM is
+    /// scarce (`share_yields`).
     pub fn set_share_limit(&mut self, vm: u32, share_mhz: Option<f64>, now: Time, q: &mut EventQueue) {
         let s = &mut self.limiters[vm as usize];
         let before = min_limit(s.user_mhz, s.share_mhz);
@@ -2552,26 +2553,52 @@ impl CpuSched {
         self.gangs[vm as usize].stopped.iter().map(|&v| self.vcpus[v as usize].progress_ns(now)).min().unwrap_or(Time::MAX)
     }
 
-    /// The first limiter binding vCPU `v`'s VM whose bucket is empty, if any.
+    /// The first limiter binding vCPU `v`'s VM whose bucket is empty, if any. A VM's own bucket
+    /// empty only of its share of a pool limit does not hold it while no pool bucket above it is
+    /// scarce (`limit.rs`): it is filled to run, and the pool buckets still bind.
     #[inline]
     fn throttled(&mut self, v: u32, now: Time) -> Option<u32> {
         let vc = &self.vcpus[v as usize];
         if !vc.limited {
             return None;
         }
-        for &l in &self.chains[vc.vm as usize] {
+        let vm = vc.vm as usize;
+        for i in 0..self.chains[vm].len() {
+            let l = self.chains[vm][i];
             let s = &mut self.limiters[l as usize];
             if let Some(b) = &mut s.bucket {
                 if s.refill_pending {
                     return Some(l);
                 }
                 b.refill(now);
-                if b.exhausted() {
+                if b.exhausted() && !(i == 0 && self.share_yields(vm, now)) {
                     return Some(l);
                 }
             }
         }
         None
+    }
+
+    /// VM `vm`'s own bucket is exhausted: if what it enforces is the VM's share of a pool limit
+    /// (not its own limit) and no pool bucket above it is scarce, fill it to its resume level
+    /// and say so.
+    #[cold]
+    fn share_yields(&mut self, vm: usize, now: Time) -> bool {
+        let own = &self.limiters[vm];
+        if !own.share_mhz.is_some_and(|share| own.user_mhz.is_none_or(|u| share < u)) {
+            return false;
+        }
+        for &p in &self.chains[vm][1..] {
+            if let Some(b) = self.limiters[p as usize].bucket.as_mut() {
+                b.refill(now);
+                if b.scarce() {
+                    return false;
+                }
+            }
+        }
+        let b = self.limiters[vm].bucket.as_mut().expect("exhausted, so it has a bucket");
+        b.tokens = b.resume;
+        true
     }
 
     /// Park vCPU `v` (READY, or RUN and already stopped) in MLMTD until limiter `l`'s bucket
