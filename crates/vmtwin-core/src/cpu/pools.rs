@@ -288,7 +288,7 @@ impl PoolTree {
     /// than the water-fill); the result is `room`'s, in VM order.
     pub fn entitlements_in<'a>(&self, vms: &[VmClaim], capacity_mhz: f64, room: &'a mut PoolScratch) -> &'a [Entitlement] {
         let n = self.pools.len();
-        let PoolScratch { lo, hi, unlimited_hi, alloc, wcap, binding, claims, split, level_room, out } = room;
+        let PoolScratch { lo, hi, unlimited_hi, alloc, wcap, binding, bounds, claims, split, level_room, out } = room;
         for v in [&mut *lo, &mut *hi, &mut *unlimited_hi, &mut *alloc, &mut *wcap] {
             v.clear();
             v.resize(n, 0.0);
@@ -297,6 +297,9 @@ impl PoolTree {
         binding.resize(n, false);
         out.clear();
         out.resize(vms.len(), Entitlement::default());
+        // every VM's floor and ceiling once, read by both passes
+        bounds.clear();
+        bounds.extend(vms.iter().map(vm_bounds));
         // bottom-up: floor and ceiling of every pool (children have larger indices)
         for id in (0..n).rev() {
             let p = &self.pools[id];
@@ -306,7 +309,7 @@ impl PoolTree {
                 child_hi += hi[c as usize];
             }
             for &v in &p.vms {
-                let (l, h) = vm_bounds(&vms[v as usize]);
+                let (l, h) = bounds[v as usize];
                 child_lo += l;
                 child_hi += h;
             }
@@ -328,7 +331,7 @@ impl PoolTree {
                 claims.push(Claim { shares: self.pools[c].shares as f64, lo: lo[c], hi: hi[c] });
             }
             for &v in &p.vms {
-                let (l, h) = vm_bounds(&vms[v as usize]);
+                let (l, h) = bounds[v as usize];
                 claims.push(Claim { shares: vms[v as usize].shares as f64, lo: l, hi: h });
             }
             let alloc_level = fill_in(alloc[id], claims, split, level_room);
@@ -351,7 +354,7 @@ impl PoolTree {
                     mhz,
                     weight_mhz: if vm.powered_on { share_at(level, vm.shares, r, vm.cap_mhz) } else { 0.0 },
                     share_limit_mhz: (binding[id] && vm.powered_on).then(|| share_at(alloc_level, vm.shares, r, vm.cap_mhz)),
-                    satisfied: vm.powered_on && mhz >= vm_bounds(vm).1 * (1.0 - 1e-9),
+                    satisfied: vm.powered_on && mhz >= bounds[v as usize].1 * (1.0 - 1e-9),
                 };
             }
         }
@@ -366,7 +369,7 @@ impl PoolTree {
 }
 
 /// Room for [`PoolTree::entitlements_in`]: per pool its floor, ceilings, allocation, weight
-/// capacity and whether a limit binds it; one pool's claims, their split and the water level's
+/// capacity and whether a limit binds it; per VM its floor and ceiling; one pool's claims, their split and the water level's
 /// search buffers; the result.
 #[derive(Debug, Clone, Default)]
 pub struct PoolScratch {
@@ -376,6 +379,7 @@ pub struct PoolScratch {
     alloc: Vec<f64>,
     wcap: Vec<f64>,
     binding: Vec<bool>,
+    bounds: Vec<(f64, f64)>,
     claims: Vec<Claim>,
     split: Vec<f64>,
     level_room: LevelScratch,
