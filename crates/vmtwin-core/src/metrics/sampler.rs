@@ -56,6 +56,10 @@ pub struct VmRow {
 /// The three tables being filled, and the previous sample of every counter.
 #[derive(Debug, Clone)]
 pub struct Sampler {
+    /// the tables' reserved room being faulted in (`prefault.rs`); declared first because
+    /// fields drop in declaration order, so the thread is joined before the tables' room is
+    /// freed
+    prefault: Prefault,
     /// host table
     pub host: Table,
     /// VM table
@@ -80,8 +84,6 @@ pub struct Sampler {
     vm_acc: Vec<([u64; STATES], u64)>,
     /// per VM, scratch for one sample: vCPUs seen so far
     vm_idx: Vec<u32>,
-    /// the tables' reserved room being faulted in (`prefault.rs`)
-    prefault: Prefault,
 }
 
 const RUN: usize = VcpuState::Run as usize;
