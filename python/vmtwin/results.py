@@ -332,6 +332,8 @@ def columns_from_engine(
         :data:`HOST_COLUMN` when ``host`` is given.
     """
     names = vm_names if isinstance(vm_names, pa.Array) else pa.array(list(vm_names), type=pa.string())
+    if repeats is None:
+        repeats = RepeatedColumns()  # nothing kept: every column is made here
     out: dict[str, pa.Table] = {}
     for table_name in _ordered_table_names(raw):
         columns = raw[table_name]
@@ -368,12 +370,11 @@ def columns_from_engine(
                     f"engine table {table_name!r}: vm_id {int(ids.max())} but only "
                     f"{len(names)} VM names"
                 )
-            arrays["vm"] = repeats.vm(table_name, names, arrays["vm_id"]) if repeats is not None else names.take(arrays["vm_id"])
+            arrays["vm"] = repeats.vm(table_name, names, arrays["vm_id"])
         if host is not None:
             if HOST_COLUMN in arrays:
                 raise ValueError(f"engine table {table_name!r} has a column {HOST_COLUMN!r} of its own")
-            n = nrows or 0
-            arrays[HOST_COLUMN] = repeats.host(table_name, host, n) if repeats is not None else pa.repeat(pa.scalar(host, pa.string()), n)
+            arrays[HOST_COLUMN] = repeats.host(table_name, host, nrows or 0)
         # Contract tables in contract order; any other table leads with time_s, host and vm.
         lead = TABLE_COLUMNS.get(table_name, ["time_s", HOST_COLUMN, "vm"])
         order = [c for c in lead if c in arrays]
