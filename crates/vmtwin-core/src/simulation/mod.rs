@@ -399,29 +399,41 @@ impl Simulation {
     }
 
     /// Process event `ev`, due at `t` and just popped (always inlined: the run loop's body).
+    /// The two events of nearly every step, a slice's end and a wake-up, are told apart by two
+    /// tests; the rest go to [`Self::handle_other`]. (A `match` over all of them compiled to a
+    /// jump table whose indirect jump was 97% of the indirect branches mispredicted in
+    /// callgrind's branch simulation on bench-mixed, 0.64 per event; which event comes next is
+    /// a coin toss between the two.)
     #[inline(always)]
     fn handle(&mut self, t: Time, ev: Event) {
         self.now = t;
         self.events += 1;
-        match ev {
-            Event::Wake { vcpu } => {
-                let next = self.next_with_mem(vcpu, false);
-                match next {
-                    Next::Work(w) => self.sched.wake(vcpu, w, t, &mut self.queue),
-                    other => self.follow(vcpu, other),
-                }
-            }
-            Event::SliceEnd { pcpu } => {
-                if let Some(v) = self.sched.slice_end(pcpu, t, &mut self.queue) {
-                    match self.next_with_mem(v, true) {
-                        Next::Work(w) => self.sched.burst_done(pcpu, v, Some(w), t, &mut self.queue),
-                        halt => {
-                            self.sched.burst_done(pcpu, v, None, t, &mut self.queue);
-                            self.follow(v, halt);
-                        }
+        if let Event::SliceEnd { pcpu } = ev {
+            if let Some(v) = self.sched.slice_end(pcpu, t, &mut self.queue) {
+                match self.next_with_mem(v, true) {
+                    Next::Work(w) => self.sched.burst_done(pcpu, v, Some(w), t, &mut self.queue),
+                    halt => {
+                        self.sched.burst_done(pcpu, v, None, t, &mut self.queue);
+                        self.follow(v, halt);
                     }
                 }
             }
+        } else if let Event::Wake { vcpu } = ev {
+            let next = self.next_with_mem(vcpu, false);
+            match next {
+                Next::Work(w) => self.sched.wake(vcpu, w, t, &mut self.queue),
+                other => self.follow(vcpu, other),
+            }
+        } else {
+            self.handle_other(t, ev);
+        }
+    }
+
+    /// [`Self::handle`] of every event but a slice's end and a wake-up.
+    #[inline(never)]
+    fn handle_other(&mut self, t: Time, ev: Event) {
+        match ev {
+            Event::Wake { .. } | Event::SliceEnd { .. } => unreachable!("handled by the run loop's step"),
             Event::LimitRefill { limiter, gen } => self.sched.limit_refill(limiter, gen, t, &mut self.queue),
             Event::Cosched { vm, gen } => self.sched.cosched_check(vm, gen, t, &mut self.queue),
             Event::Entitlement => {
