@@ -1495,24 +1495,31 @@ impl CpuSched {
     #[inline(never)]
     fn start_bound(&mut self, v: u32, mut slice: Time, now: Time) -> Time {
         let vc = &self.vcpus[v as usize];
-        let vm = vc.vm;
-        let chain: &[u32] = if vc.limited { &self.chains[vm as usize] } else { &[] };
-        for &l in chain {
-            let lim = &self.limiters[l as usize];
-            if let Some(b) = &lim.bucket {
-                // the vCPUs a bucket binds share its tokens in proportion to their entitlements
-                // (inside a limited pool: the split of the limit by shares and reservations)
-                let mine = vc.bucket_part();
-                // `mine / lim.active_alloc.max(mine)` without `f64::max`'s NaN care (`mine` is
-                // never NaN)
-                let part = mine / if lim.active_alloc > mine { lim.active_alloc } else { mine };
-                // a vCPU started from a held list on an otherwise idle pCPU may borrow
-                let tokens = if b.exhausted() { b.tokens + LIMIT_BORROW_NS } else { b.tokens };
-                // through i64, not a saturating cast to u64 (a dozen instructions): the same
-                // minimum with `slice`, which is below 2^63
-                let allowance = ceil_f(tokens * part).max(1.0) as i64 as Time;
-                slice = slice.min(allowance);
+        if vc.limited {
+            // each bucket allows `ceil(tokens x part)` ns, at least 1: the slice is the least of
+            // those and `slice`, which is `max(ceil(least), 1)` of the least unrounded one
+            // (`ceil` is monotone and `slice` a whole number of at least 1 ns), so one rounding
+            // and one conversion per start, not one per bucket; `slice` (a quantum) and the
+            // result are below 2^53, exact as f64 (tokens are never NaN: finite accruals and
+            // charges)
+            let mine = vc.bucket_part();
+            let mut least = ns_f(slice);
+            for &l in &self.chains[vc.vm as usize] {
+                let lim = &self.limiters[l as usize];
+                if let Some(b) = &lim.bucket {
+                    // the vCPUs a bucket binds share its tokens in proportion to their
+                    // entitlements (inside a limited pool: the split of the limit by shares and
+                    // reservations); `mine / lim.active_alloc.max(mine)`, without `f64::max`'s
+                    // NaN care (`mine` is never NaN)
+                    let part = mine / if lim.active_alloc > mine { lim.active_alloc } else { mine };
+                    // a vCPU started from a held list on an otherwise idle pCPU may borrow
+                    let tokens = if b.exhausted() { b.tokens + LIMIT_BORROW_NS } else { b.tokens };
+                    let allowed = tokens * part;
+                    least = if allowed < least { allowed } else { least };
+                }
             }
+            let whole = ceil_f(least);
+            slice = if whole > 1.0 { whole } else { 1.0 } as i64 as Time;
         }
         if vc.cosched {
             self.touched(v, now);
@@ -2582,15 +2589,26 @@ impl CpuSched {
     #[inline(never)]
     fn throttled_chain(&mut self, v: u32, now: Time) -> Option<u32> {
         let vm = self.vcpus[v as usize].vm as usize;
-        for i in 0..self.chains[vm].len() {
-            let l = self.chains[vm][i];
+        // its own limiter (first in its chain), which alone may yield to the pools above it;
+        // then the pools', walked without a call that could change the chain in between
+        let own = &mut self.limiters[vm];
+        if let Some(b) = &mut own.bucket {
+            if own.refill_pending {
+                return Some(vm as u32);
+            }
+            b.refill(now);
+            if b.exhausted() && !self.share_yields(vm, now) {
+                return Some(vm as u32);
+            }
+        }
+        for &l in &self.chains[vm][1..] {
             let s = &mut self.limiters[l as usize];
             if let Some(b) = &mut s.bucket {
                 if s.refill_pending {
                     return Some(l);
                 }
                 b.refill(now);
-                if b.exhausted() && !(i == 0 && self.share_yields(vm, now)) {
+                if b.exhausted() {
                     return Some(l);
                 }
             }
