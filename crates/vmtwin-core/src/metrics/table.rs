@@ -330,14 +330,17 @@ pub struct Rows<'a> {
 impl<'a> Rows<'a> {
     /// The next row; panics beyond the rows reserved.
     #[inline(always)]
-    pub fn row(&mut self) -> Row<'_, 'a> {
+    pub fn row(&mut self) -> Row<'_> {
+        if self.gathered == BLOCK_ROWS {
+            self.flush();
+        }
         assert!(self.done + self.gathered < self.room, "more rows than the {} reserved", self.room);
-        let n = self.slots.len();
-        // the row's cells: `gathered < BLOCK_ROWS` (a full block is moved out at once) and
-        // `gathered < room` leave room for them in `block`
-        let cells = self.block[self.gathered * n..][..n].as_mut_ptr();
         self.prefetch_some();
-        Row { slots: self.slots.as_ptr(), n, cells, k: 0, rows: self }
+        let n = self.slots.len();
+        // the row's cells: `gathered < BLOCK_ROWS` (a full block was moved out above) and
+        // `gathered < room` leave room for them in `block`
+        let Rows { block, slots, gathered, .. } = self;
+        Row { slots, cells: &mut block[*gathered * n..][..n], k: 0, gathered }
     }
 
     /// Ask for the next [`PREFETCH_PER_ROW`] cache lines that the block being gathered will
@@ -424,37 +427,34 @@ impl Drop for Rows<'_> {
 }
 
 /// One row of a [`Rows`] writer: every cell, in schema order, with the column's type.
-pub struct Row<'r, 'a> {
-    /// the writer's schema (`rows.slots`) and this row's `n` cells in its block, held as
-    /// pointers so that a cell is a check of its type and a store (the fields stay in
-    /// registers; through `rows` each would be loaded again after every store)
-    slots: *const Slot,
-    n: usize,
-    cells: *mut u64,
+pub struct Row<'r> {
+    /// the writer's schema and this row's cells in its block, borrowed apart (not through the
+    /// writer) so that nothing a cell's store writes can alias them: the count of cells stays
+    /// in a register (a raw pointer's store had it written back and re-read at every cell)
+    slots: &'r [Slot],
+    cells: &'r mut [u64],
     /// cells written
     k: usize,
-    rows: &'r mut Rows<'a>,
+    /// the writer's count of whole rows gathered
+    gathered: &'r mut usize,
 }
 
-impl Row<'_, '_> {
+impl Row<'_> {
     #[inline(always)]
     fn put(&mut self, kind: Kind, name: &'static str, bits: u64) {
-        assert!(self.k < self.n, "a cell beyond the schema");
-        // SAFETY: `k < n`: `slots` and `cells` point at `n` slots and cells (`Rows::row`),
-        // which `rows`, borrowed, keeps in place
-        let slot = unsafe { &*self.slots.add(self.k) };
         // the schema is made by the same row functions that write the cells (`Sampler::new`),
         // so a cell's type matches its column's by construction; and a cell is 64 bits whatever
         // its type, so a mismatch could garble a value but not memory: checked in debug builds
         // (a release check cost 3 instructions a cell, 0.8% of bench-1024vm-1m's)
-        debug_assert!(slot.kind == kind, "column {} is {:?}, given a {kind:?}", slot.name, slot.kind);
-        debug_assert_eq!(slot.name, name);
-        unsafe { self.cells.add(self.k).write(bits) };
+        debug_assert!(self.slots[self.k].kind == kind, "column {} is {:?}, given a {kind:?}", self.slots[self.k].name, self.slots[self.k].kind);
+        debug_assert_eq!(self.slots[self.k].name, name);
+        let Some(cell) = self.cells.get_mut(self.k) else { panic!("a cell beyond the schema") };
+        *cell = bits;
         self.k += 1;
     }
 }
 
-impl Cells for Row<'_, '_> {
+impl Cells for Row<'_> {
     #[inline(always)]
     fn f64(&mut self, name: &'static str, x: f64) {
         self.put(Kind::F64, name, x.to_bits());
@@ -471,14 +471,12 @@ impl Cells for Row<'_, '_> {
     }
 }
 
-impl Drop for Row<'_, '_> {
+impl Drop for Row<'_> {
     #[inline(always)]
     fn drop(&mut self) {
-        if self.k == self.n {
-            self.rows.gathered += 1;
-            if self.rows.gathered == BLOCK_ROWS {
-                self.rows.flush();
-            }
+        if self.k == self.cells.len() {
+            // a full block is moved out by the next row, or the writer's drop
+            *self.gathered += 1;
         } else {
             assert!(std::thread::panicking(), "a row left short");
         }
