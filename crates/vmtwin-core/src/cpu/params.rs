@@ -14,8 +14,10 @@ const MAX_MIGRATE_WAIT_FACTOR: f64 = 1000.0;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CpuSchedParams {
-    /// Longest slice a vCPU runs before the scheduler re-picks, in ns. Default 50 ms: the
-    /// commonly cited ESX `Cpu.Quantum` (research/cpu.md C4, unverified [X]).
+    /// Longest slice a vCPU runs before the scheduler re-picks, in ns; a vCPU weighted less
+    /// than the heaviest runs that fraction of it (at least 1 ms), so that every slice spans
+    /// the same virtual time (`sched.rs`). Default 50 ms: the commonly cited ESX `Cpu.Quantum` (research/cpu.md C4,
+    /// unverified [X]).
     pub quantum_ns: Time,
     /// How often demand estimates and entitlements are recomputed, in ns. Default 1 s
     /// (research/cpu.md C1 step 6).

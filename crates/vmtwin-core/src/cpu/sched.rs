@@ -44,13 +44,30 @@
 //! VMs sharing a spare pCPU would take their turns out of the busiest vCPUs, which then fall
 //! below their max-min allocation.
 //!
-//! A vCPU runs for at most one quantum, its remaining burst, or its part of what the limit
+//! A vCPU runs for at most the quantum times its weight over the heaviest vCPU's (at least
+//! `MIN_SLICE_NS`; a co-scheduled one the whole quantum), its remaining burst, or its
+//! part of what the limit
 //! buckets binding it allow (`limit.rs`): its VM's own, its share of a binding pool limit above
 //! it (`set_share_limit`), and those of every resource pool above it with a limit. A bucket's
 //! tokens are split in proportion to the entitlements of the vCPUs it binds that want to run.
 //! A vCPU a limit holds back waits in MLMTD; it may still run into a little debt on a pCPU that
 //! would otherwise idle (`borrower`), so limited VMs whose refills fall at the same time do not
 //! leave CPU idle that others could use.
+//!
+//! Why the quantum is scaled by the weight: a backlogged vCPU runs its whole slice once picked,
+//! so a whole 50 ms quantum at a weight of 0.04 pCPU put it 1.25 s of virtual time ahead, and
+//! the CPU it took stood as credit of the heavier runnable vCPUs (the lags of the runnable
+//! vCPUs sum to zero). A few such vCPUs left their heavier neighbours owed 100-300 ms each,
+//! further back in virtual time than a waker may be (`max_lag_ns`), so a VM waking with its
+//! whole entitlement's worth of credit waited behind them (READY), which its demand estimate
+//! then read as demand, and the water-fill gave the excess to the VMs with the most weight.
+//! Seen in the max-min property test's draws: on 2 pCPUs a 1-vCPU VM reserving a whole pCPU
+//! at duty 0.74 waited READY 26%, was estimated at 995 MHz, and a 2-vCPU VM reserving 748 MHz
+//! got 937 while two 20,000-share VMs got 10.9 points of their 18.9; on 1 pCPU with all VMs
+//! backlogged, a 1-vCPU VM lost 2.4 points of its 50.35 (its credit clamped at its limit's
+//! releases). With every slice spanning the virtual time a whole quantum takes the heaviest
+//! vCPU, both are on max-min, and the lags the runnable vCPUs owe each other stay within that
+//! span of the clock; where every vCPU weighs the same (bench-1024vm) slices stay whole quanta.
 //!
 //! Hyperthreading (`sched/ht.rs`): with `hyperthreading` on and two threads per core, every
 //! thread is a pCPU; a vCPU beside a busy sibling thread runs at `(1 + ht_core_gain) / 2` of a
@@ -136,6 +153,11 @@ const DEMAND_WAIT_POWER: i32 = 3;
 /// Lowest weight a vCPU can have, in pCPUs (a few Hz): a VM whose entitlement is zero (the
 /// host fully reserved by others) still has a finite virtual-time rate.
 const MIN_WEIGHT: f64 = 1e-9;
+
+/// Shortest slice a vCPU's weight makes (`start`), in ns: the shortest quantum a scenario may
+/// set (python/vmtwin/scenario/limits.py, `MIN_QUANTUM_NS`), so that no weight makes more
+/// slices than the smallest quantum does.
+const MIN_SLICE_NS: Time = 1_000_000;
 
 /// A vCPU whose entitlement is at least this many pCPUs is entitled to a whole pCPU.
 const FULL_PCPU: f64 = 1.0 - 1e-6;
@@ -517,6 +539,9 @@ pub struct CpuSched {
     /// pulls weigh distance (costs, throttling, LLC and node tiers); off, a pCPU takes the
     /// lowest key on the host, as before locality was modelled
     local_pull: bool,
+    /// ns of slice per pCPU of weight: the quantum over the heaviest vCPU's weight (at most a
+    /// pCPU), so that every slice spans the same virtual time (`start`, `set_weights`)
+    slice_per_weight: f64,
     /// per pCPU, busy ns at the last load-share update
     busy_mark: Vec<u64>,
     /// per VM, its home node or NONE
@@ -651,6 +676,7 @@ impl CpuSched {
             recheck: Recheck(std::sync::atomic::AtomicU64::new(Time::MAX)),
             waits: move_wait[1..].iter().any(|&w| w > 0),
             local_pull,
+            slice_per_weight: params.quantum_ns as f64,
             busy_mark: vec![0; n],
             vm_home: vec![NONE; vcpus_per_vm.len()],
             node_vcpus: vec![0; node_count],
@@ -1434,8 +1460,16 @@ impl CpuSched {
         }
         self.stats.dispatches += 1;
         let vc = &mut self.vcpus[v as usize];
-        // the quantum and the limits bound the slice; the burst's work ends it sooner
-        let mut slice = self.params.quantum_ns;
+        // the quantum, scaled by the weight, and the limits bound the slice; the burst's work
+        // ends it sooner. A slice advances the key by at most the virtual time a whole quantum
+        // takes the heaviest vCPU, whatever the weight: a whole quantum at a weight of 0.04
+        // pCPU beside whole-pCPU vCPUs would put the vCPU 1.25 s of virtual time ahead, and the
+        // CPU it took then stands as credit of the heavier vCPUs, which wakers owed only
+        // `max_lag_ns` cannot pass (see the module's header). A
+        // co-scheduled vCPU keeps the whole quantum: its VM runs in gangs, and shorter slices
+        // broke them up (relaxed-3x: a 3-vCPU VM got 0.81 of its 1.26 pCPU).
+        let q_ns = self.params.quantum_ns;
+        let mut slice = if vc.cosched { q_ns } else { ((vc.weight * self.slice_per_weight) as Time).clamp(MIN_SLICE_NS.min(q_ns), q_ns) };
         if vc.limited | vc.cosched {
             slice = self.start_bound(v, slice, now);
         }
@@ -2837,9 +2871,13 @@ impl CpuSched {
         }
         // one pass: new weight and key, then the clock's sums and the limiters' active weights
         // rebuilt from them (in vCPU order, as before, so the float sums are the same)
+        let mut heaviest = MIN_WEIGHT;
         for vc in &mut self.vcpus {
             let sh = per_vm[vc.vm as usize];
             let w = sh.weight.max(MIN_WEIGHT);
+            if vc.state != VcpuState::Off {
+                heaviest = heaviest.max(w);
+            }
             vc.alloc = sh.alloc;
             vc.guard = if sh.satisfied || sh.alloc >= FULL_PCPU { sh.alloc } else { f64::NEG_INFINITY };
             let lag = ((clock - vc.key) * vc.weight).clamp(-max_debt, max_lag);
@@ -2856,6 +2894,7 @@ impl CpuSched {
                 }
             }
         }
+        self.slice_per_weight = self.params.quantum_ns as f64 / heaviest.min(1.0);
         let limiters = if self.limits_set { &mut self.limiters[..] } else { &mut [] };
         for l in limiters {
             if let Some(b) = &mut l.bucket {
