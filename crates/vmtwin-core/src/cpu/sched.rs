@@ -1211,13 +1211,39 @@ impl CpuSched {
                 return last;
             }
         }
-        let mut victim = NONE;
         // taking another core's pCPU costs the waker a move, in its virtual time
-        let mut worst = if LOCAL { key + self.move_cost[1] * self.vcpus[v as usize].inv_weight } else { key };
-        let mut slackest = alloc - GUARD_EPS;
-        let mut by_slack = NONE;
+        let worst = if LOCAL { key + self.move_cost[1] * self.vcpus[v as usize].inv_weight } else { key };
         let llc = self.llc_of[last as usize] as usize;
         let (lo, hi) = (self.llc_range[llc], self.llc_range[llc + 1]);
+        // two copies of the scan, so that an unguarded waker's (most) does not test `guarded`
+        // at every pCPU
+        let (victim, by_slack) = if guarded {
+            self.victim_scan::<SKIP_SIBLINGS, true>(lo, hi, vm, reach, now_f, worst, alloc - GUARD_EPS)
+        } else {
+            self.victim_scan::<SKIP_SIBLINGS, false>(lo, hi, vm, reach, now_f, worst, alloc - GUARD_EPS)
+        };
+        if by_slack != NONE {
+            by_slack
+        } else {
+            victim
+        }
+    }
+
+    /// [`Self::victim`]'s scan of the pCPUs `lo..hi` of an LLC: the one furthest ahead above
+    /// `worst`, and with `GUARDED` the one entitled to least below `slackest`.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn victim_scan<const SKIP_SIBLINGS: bool, const GUARDED: bool>(
+        &self,
+        lo: usize,
+        hi: usize,
+        vm: u32,
+        reach: f64,
+        now_f: f64,
+        mut worst: f64,
+        mut slackest: f64,
+    ) -> (u32, u32) {
+        let (mut victim, mut by_slack) = (NONE, NONE);
         // no pCPU is idle here (checked by the caller), so every one in the LLC has a running
         // vCPU
         for (p, pc) in self.pcpus[lo..hi].iter().enumerate() {
@@ -1230,16 +1256,12 @@ impl CpuSched {
                 worst = eff;
                 victim = (p + lo) as u32;
             }
-            if guarded && pc.run_alloc < slackest {
+            if GUARDED && pc.run_alloc < slackest {
                 slackest = pc.run_alloc;
                 by_slack = (p + lo) as u32;
             }
         }
-        if by_slack != NONE {
-            by_slack
-        } else {
-            victim
-        }
+        (victim, by_slack)
     }
 
     /// An idle pCPU for `v`: its last pCPU, else one in that pCPU's LLC (`llc_aware`), else one
