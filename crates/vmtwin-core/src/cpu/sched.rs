@@ -811,7 +811,9 @@ impl CpuSched {
     fn place_key(&mut self, v: u32, now: Time, from_hold: bool) {
         let clock = self.clock.value(now);
         let vc = &mut self.vcpus[v as usize];
-        let reach = self.params.max_lag_ns as f64 * vc.inv_weight;
+        // through i64 (`ns_f`): one instruction, where u64 takes several, at every placement;
+        // the same value below 2^63 ns (292 years), as for `wake_preempt_margin_ns` in `victim`
+        let reach = ns_f(self.params.max_lag_ns) * vc.inv_weight;
         let credit = if from_hold { 0.5 * reach } else { reach };
         vc.key = vc.key.clamp(clock - credit, clock + reach);
     }
@@ -1197,7 +1199,7 @@ impl CpuSched {
     #[inline(always)]
     fn victim<const SKIP_SIBLINGS: bool, const LOCAL: bool>(&self, v: u32, last: u32, now: Time, floor: f64) -> u32 {
         let vm = self.vcpus[v as usize].vm;
-        let key = (self.vcpus[v as usize].key + self.params.wake_preempt_margin_ns as f64).max(floor);
+        let key = (self.vcpus[v as usize].key + ns_f(self.params.wake_preempt_margin_ns)).max(floor);
         let alloc = self.vcpus[v as usize].alloc;
         let reach = alloc + GUARD_EPS;
         let guarded = self.vcpus[v as usize].guard > f64::NEG_INFINITY;
