@@ -39,7 +39,7 @@ def _semantic_errors(sc: Scenario) -> Iterator[ScenarioError]:
         yield scenario_error("host.core_mhz", "0MHz", "a positive frequency, e.g. '2600MHz'")
     if h.memory == 0:
         yield scenario_error("host.memory", "0B", "a positive size, e.g. '64GB'")
-    for field in ("quantum", "entitlement_interval", "limit_burst", "max_lag", "max_debt"):
+    for field in ("quantum", "entitlement_interval", "limit_burst", "limit_min_slice", "max_lag", "max_debt"):
         if getattr(sc.cpu_scheduler, field) == 0:
             yield scenario_error(f"cpu_scheduler.{field}", "0ns", "a positive duration")
     # Before anything per VM: a billion VMs or a 1 ns sample is refused before it costs anything.

@@ -63,6 +63,9 @@ MIN_QUANTUM_NS = 1 * _MS
 MIN_ENTITLEMENT_INTERVAL_NS = 10 * _MS
 #: Shortest CPU limit burst (token-bucket depth): 1 ms; a shallower bucket refills per event.
 MIN_LIMIT_BURST_NS = 1 * _MS
+#: Shortest CPU limit turn: 100 us, as a workload burst. A throttled VM makes two events per
+#: turn per vCPU; at 100 us a VM held at a 25% limit makes 5,000 per simulated second.
+MIN_LIMIT_MIN_SLICE_NS = 100_000
 #: Shortest workload burst: 100 us. Each burst is two events per vCPU; at 100 us a vCPU makes
 #: at most 20,000 events per simulated second.
 MIN_BURST_NS = 100_000
@@ -142,8 +145,8 @@ def _time_fields(sc: Scenario) -> Iterator[tuple[str, int]]:
 
     yield "duration", sc.duration
     yield "sample_interval", sc.sample_interval
-    for key in ("quantum", "entitlement_interval", "limit_burst", "wake_preempt_margin", "max_lag", "max_debt",
-                "cosched_skew_threshold", "cosched_costart_skew"):
+    for key in ("quantum", "entitlement_interval", "limit_burst", "limit_min_slice", "wake_preempt_margin", "max_lag",
+                "max_debt", "cosched_skew_threshold", "cosched_costart_skew"):
         value = getattr(sc.cpu_scheduler, key)
         if value is not None:
             yield f"cpu_scheduler.{key}", value
@@ -195,6 +198,8 @@ def limit_errors(sc: Scenario) -> Iterator[ScenarioError]:
          "each recomputation walks every pool and VM; ESX recomputes about once a second"),
         ("cpu_scheduler.limit_burst", sc.cpu_scheduler.limit_burst, MIN_LIMIT_BURST_NS,
          "a shallower token bucket makes an event per refill"),
+        ("cpu_scheduler.limit_min_slice", sc.cpu_scheduler.limit_min_slice, MIN_LIMIT_MIN_SLICE_NS,
+         "a throttled VM makes two events per turn per vCPU"),
     ]
     for i, vm in enumerate(sc.vms):
         w = vm.workload

@@ -104,6 +104,10 @@ class CpuScheduler(_Model):
     quantum: Optional[Nanos] = Field(None, description="Time slice, e.g. '50ms'.")
     entitlement_interval: Optional[Nanos] = Field(None, description="How often entitlements are recomputed, e.g. '1s'.")
     limit_burst: Optional[Nanos] = Field(None, description="Burst a limited VM may run ahead of its limit, e.g. '100ms'.")
+    limit_min_slice: Optional[Nanos] = Field(
+        None, description="Turn of a CPU limit: a throttled VM runs again once it has earned this much CPU per vCPU "
+        "that wants to run, e.g. '1ms' (default)."
+    )
     wake_preempt_margin: Optional[Nanos] = Field(None, description="Priority margin for a waking vCPU to preempt, e.g. '1ms'.")
     max_lag: Optional[Nanos] = Field(None, description="Most CPU time a vCPU may be owed or owe the fair clock, e.g. '100ms'.")
     max_debt: Optional[Nanos] = Field(

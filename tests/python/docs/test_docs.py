@@ -22,7 +22,8 @@ def test_parameters_page_is_up_to_date():
 
 def test_parameters_page_lists_every_scheduler_tunable_with_a_default():
     text = (ROOT / "docs" / "reference" / "parameters.md").read_text()
-    for key in ["quantum", "entitlement_interval", "limit_burst", "wake_preempt_margin", "max_lag", "demand_ewma_weight"]:
+    for key in ["quantum", "entitlement_interval", "limit_burst", "limit_min_slice", "wake_preempt_margin", "max_lag",
+                "demand_ewma_weight"]:
         row = next((line for line in text.splitlines() if line.startswith(f"| `{key}` |")), None)
         assert row is not None, key
         assert "Default" in row

@@ -30,6 +30,7 @@ def load(text: str):
     ("cpu_scheduler.quantum", limits.MIN_QUANTUM_NS),
     ("cpu_scheduler.entitlement_interval", limits.MIN_ENTITLEMENT_INTERVAL_NS),
     ("cpu_scheduler.limit_burst", limits.MIN_LIMIT_BURST_NS),
+    ("cpu_scheduler.limit_min_slice", limits.MIN_LIMIT_MIN_SLICE_NS),
 ])
 def test_floors_are_exact(field, floor):
     def text(ns):

@@ -3,11 +3,12 @@
 //! A limit of `L` MHz on a host whose cores run at `f` MHz lets the VM (or every VM below a
 //! resource pool) consume `L/f` pCPU-ns per ns of wall time. Tokens (pCPU-ns) accrue at that
 //! rate up to a depth of `limit_burst_ns` of accrual, and every ns a vCPU bound by the bucket runs
-//! spends one token. A bucket starts holding [`LIMIT_MIN_SLICE_NS`], not full, so a limited VM
-//! does not start with a burst above its limit. When the bucket holds less than
-//! [`LIMIT_MIN_SLICE_NS`] for each vCPU that wants to run under it, its VMs are throttled: their
-//! ready vCPUs wait in the MLMTD state (esxtop %MLMTD, counted inside %RDY) until the bucket
-//! refills to that level (research/cpu.md C5). The
+//! spends one token. A bucket starts holding one turn (`limit_min_slice_ns` of CPU), not full, so
+//! a limited VM does not start with a burst above its limit. When the bucket holds less than a
+//! turn for each vCPU that wants to run under it, its VMs are throttled: their ready vCPUs wait
+//! in the MLMTD state (esxtop %MLMTD, counted inside %RDY) until the bucket refills to that
+//! level (research/cpu.md C5). So a VM held at a 25% limit runs in turns of 1 ms (the default)
+//! and waits 3 ms between them. The
 //! vCPUs a bucket binds share its tokens in proportion to their weights (`sched.rs`), so inside a
 //! limited pool CPU is split by the children's shares and reservations. A throttled vCPU may
 //! still run on a pCPU that would otherwise idle, into at most [`LIMIT_BORROW_NS`] of debt.
@@ -23,9 +24,11 @@
 //! siblings: a fixed pool at a 189-point limit delivered 182.
 //!
 //! # Tunables
-//! `limit_burst_ns` (bucket depth as wall time at the limit rate, default 100 ms, C5) in
-//! [`super::CpuSchedParams`]; [`LIMIT_MIN_SLICE_NS`] (1 ms, chosen); [`LIMIT_BORROW_NS`] (1 ms,
-//! chosen); [`SHARE_SPLIT_BELOW`] (1/2 of the depth, chosen).
+//! In [`super::CpuSchedParams`]: `limit_burst_ns` (bucket depth as wall time at the limit rate,
+//! default 100 ms, C5) and `limit_min_slice_ns` (the turn a throttled VM waits to earn per
+//! wanting vCPU, default 1 ms: chosen; Linux CFS's bandwidth slice is 5 ms, ESX's own is not
+//! documented; coarser turns cost max-min accuracy, see the parameter). [`LIMIT_BORROW_NS`]
+//! (1 ms, chosen); [`SHARE_SPLIT_BELOW`] (1/2 of the depth, chosen).
 //!
 //! # Counters
 //! %MLMTD per vCPU and VM (time held back by the limit), sampled by `metrics/`.
@@ -35,11 +38,6 @@
 //!   own averaging window for limits is not documented in the seeds.
 
 use crate::sim::{ceil_f, ns_f, Time, NS_PER_MS};
-
-/// Least CPU a throttled VM must have earned before it runs again, in pCPU-ns. 1 ms: chosen,
-/// short enough to keep limited VMs smooth, long enough that a throttled VM is not woken for
-/// slivers of CPU.
-pub const LIMIT_MIN_SLICE_NS: f64 = NS_PER_MS as f64;
 
 /// Most debt a throttled vCPU may run into on a pCPU that would otherwise idle, in pCPU-ns. 1 ms:
 /// chosen, enough to fill the gaps between limited VMs' refills, small enough that a limit is
@@ -64,16 +62,21 @@ pub struct TokenBucket {
     /// time of the last accrual
     pub updated: Time,
     /// tokens a throttled bucket must reach before its vCPUs run again, pCPU-ns:
-    /// [`LIMIT_MIN_SLICE_NS`] for each vCPU that wants to run under it, at most the depth
+    /// `min_slice` for each vCPU that wants to run under it, at most the depth
     pub resume: f64,
+    /// the least CPU a throttled VM must have earned before it runs again, pCPU-ns per wanting
+    /// vCPU (`CpuSchedParams::limit_min_slice_ns`)
+    pub min_slice: f64,
 }
 
 impl TokenBucket {
-    /// A bucket for `limit_mhz` on cores of `core_mhz`, holding just enough to run.
-    pub fn new(limit_mhz: f64, core_mhz: u64, burst_ns: Time, now: Time) -> Self {
+    /// A bucket for `limit_mhz` on cores of `core_mhz`, holding just enough to run: one turn of
+    /// `min_slice_ns`.
+    pub fn new(limit_mhz: f64, core_mhz: u64, burst_ns: Time, min_slice_ns: Time, now: Time) -> Self {
         let rate = limit_mhz / core_mhz as f64;
-        let depth = (rate * burst_ns as f64).max(LIMIT_MIN_SLICE_NS);
-        TokenBucket { rate, depth, tokens: LIMIT_MIN_SLICE_NS, updated: now, resume: LIMIT_MIN_SLICE_NS }
+        let min_slice = min_slice_ns as f64;
+        let depth = (rate * burst_ns as f64).max(min_slice);
+        TokenBucket { rate, depth, tokens: min_slice, updated: now, resume: min_slice, min_slice }
     }
 
     /// Change the limit to `limit_mhz` at `now`, keeping the tokens earned so far (up to the new
@@ -81,9 +84,9 @@ impl TokenBucket {
     pub fn set_limit(&mut self, limit_mhz: f64, core_mhz: u64, burst_ns: Time, now: Time) {
         self.refill(now);
         self.rate = limit_mhz / core_mhz as f64;
-        self.depth = (self.rate * burst_ns as f64).max(LIMIT_MIN_SLICE_NS);
+        self.depth = (self.rate * burst_ns as f64).max(self.min_slice);
         self.tokens = self.tokens.min(self.depth);
-        self.resume = self.resume.min(self.depth.max(LIMIT_MIN_SLICE_NS));
+        self.resume = self.resume.min(self.depth);
     }
 
     /// Tokens there would be at `now`, without accruing them.
@@ -113,11 +116,11 @@ impl TokenBucket {
     }
 
     /// `active` vCPUs want to run under this bucket: a throttled bucket waits until each can
-    /// have a slice of at least [`LIMIT_MIN_SLICE_NS`] (so a pool limit over many vCPUs is not
-    /// served in slivers, one event each).
+    /// have a turn of at least `min_slice` (so a pool limit over many vCPUs is not served in
+    /// slivers, one event each).
     #[inline]
     pub fn set_active(&mut self, active: u32) {
-        self.resume = (LIMIT_MIN_SLICE_NS * f64::from(active.max(1))).min(self.depth.max(LIMIT_MIN_SLICE_NS));
+        self.resume = (self.min_slice * f64::from(active.max(1))).min(self.depth);
     }
 
     /// True when the bucket is scarce: its children's shares of it bind ([`SHARE_SPLIT_BELOW`]).
@@ -147,7 +150,7 @@ mod tests {
 
     #[test]
     fn refill_caps_at_depth() {
-        let mut b = TokenBucket::new(1300.0, 2600, 100 * NS_PER_MS, 0);
+        let mut b = TokenBucket::new(1300.0, 2600, 100 * NS_PER_MS, NS_PER_MS, 0);
         b.tokens = 0.0;
         b.refill(10 * 100 * NS_PER_MS);
         assert_eq!(b.tokens, b.depth);
@@ -156,7 +159,7 @@ mod tests {
 
     #[test]
     fn scarce_below_half_its_depth() {
-        let mut b = TokenBucket::new(2000.0, 2000, 100 * NS_PER_MS, 0);
+        let mut b = TokenBucket::new(2000.0, 2000, 100 * NS_PER_MS, NS_PER_MS, 0);
         assert!(b.scarce());
         b.tokens = 0.0;
         b.refill(49 * NS_PER_MS);
@@ -167,8 +170,8 @@ mod tests {
 
     #[test]
     fn resume_time_repays_debt() {
-        let mut b = TokenBucket::new(1300.0, 2600, 100 * NS_PER_MS, 0);
-        b.tokens = -LIMIT_MIN_SLICE_NS;
+        let mut b = TokenBucket::new(1300.0, 2600, 100 * NS_PER_MS, NS_PER_MS, 0);
+        b.tokens = -b.min_slice;
         // needs 2 ms of tokens at half rate = 4 ms
         assert_eq!(b.time_to_resume(), 4 * NS_PER_MS);
         b.refill(4 * NS_PER_MS);

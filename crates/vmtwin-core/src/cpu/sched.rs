@@ -80,7 +80,8 @@
 //!
 //! # Tunables
 //! See [`CpuSchedParams`]: `quantum_ns` (50 ms), `wake_preempt_margin_ns` (1 ms),
-//! `max_lag_ns` (100 ms), `max_debt_ns` (300 ms), `limit_burst_ns` (100 ms), `entitlement_interval_ns` (1 s),
+//! `max_lag_ns` (100 ms), `max_debt_ns` (300 ms), `limit_burst_ns` (100 ms), `limit_min_slice_ns` (1 ms),
+//! `entitlement_interval_ns` (1 s),
 //! `demand_ewma_weight` (0.5); locality: `llc_aware` (on), `llc_balance` (off),
 //! `extended_fairness` (off, every `extended_fairness_period_ns` = 3 s), `numa_home_nodes` (on),
 //! `numa_confine` (off), `numa_wide_vms` (on), `numa_vcpu_max_per_machine_node` (0: a node's cores),
@@ -1034,7 +1035,7 @@ impl CpuSched {
         s.active_n = n;
         s.user_mhz = limit_mhz.map(|l| l as f64);
         let effective = min_limit(s.user_mhz, s.share_mhz);
-        s.bucket = effective.map(|l| TokenBucket::new(l, self.core_mhz, self.params.limit_burst_ns, now));
+        s.bucket = effective.map(|l| TokenBucket::new(l, self.core_mhz, self.params.limit_burst_ns, self.params.limit_min_slice_ns, now));
         self.limits_set |= limited || effective.is_some();
         if let Some(b) = &mut s.bucket {
             b.set_active(n);
@@ -1076,7 +1077,7 @@ impl CpuSched {
                 }
             }
             (None, Some(a)) => {
-                let mut b = TokenBucket::new(a, self.core_mhz, self.params.limit_burst_ns, now);
+                let mut b = TokenBucket::new(a, self.core_mhz, self.params.limit_burst_ns, self.params.limit_min_slice_ns, now);
                 b.set_active(s.active_n);
                 s.bucket = Some(b);
                 self.limits_set = true;
@@ -1092,7 +1093,7 @@ impl CpuSched {
     /// Add a resource pool's limit, binding `vms` (every VM below the pool); returns its index.
     pub fn add_pool_limit(&mut self, limit_mhz: u64, vms: &[u32]) -> u32 {
         let id = self.limiters.len() as u32;
-        let bucket = TokenBucket::new(limit_mhz as f64, self.core_mhz, self.params.limit_burst_ns, 0);
+        let bucket = TokenBucket::new(limit_mhz as f64, self.core_mhz, self.params.limit_burst_ns, self.params.limit_min_slice_ns, 0);
         // called before any VM is powered on, so no vCPU is active yet
         self.limiters.push(Limiter { bucket: Some(bucket), ..Limiter::default() });
         self.limits_set = true;
