@@ -37,7 +37,7 @@
 //! - Over a window of length `T` a bucket lets through at most `rate x T` plus its depth: ESX's
 //!   own averaging window for limits is not documented in the seeds.
 
-use crate::sim::{ceil_f, ns_f, Time, NS_PER_MS};
+use crate::sim::{ceil_f, min_f, ns_f, Time, NS_PER_MS};
 
 /// Most debt a throttled vCPU may run into on a pCPU that would otherwise idle, in pCPU-ns. 1 ms:
 /// chosen, enough to fill the gaps between limited VMs' refills, small enough that a limit is
@@ -103,16 +103,11 @@ impl TokenBucket {
         self.updated = now;
     }
 
-    /// `x.min(self.depth)` without `f64::min`'s care for a NaN `depth`, which the depth never is
-    /// (`new` takes it as a `max` with a number): one `minsd` on the refill of every start and
-    /// stop of a limited vCPU instead of six instructions.
+    /// `x.min(self.depth)` by [`min_f`]: the depth is never NaN (`new` takes it as a `max` with
+    /// a number), and this is on the refill of every start and stop of a limited vCPU.
     #[inline(always)]
     fn capped(&self, x: f64) -> f64 {
-        if x < self.depth {
-            x
-        } else {
-            self.depth
-        }
+        min_f(x, self.depth)
     }
 
     /// `active` vCPUs want to run under this bucket: a throttled bucket waits until each can

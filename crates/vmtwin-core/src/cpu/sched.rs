@@ -143,7 +143,7 @@ use super::limit::{TokenBucket, LIMIT_BORROW_NS};
 use super::params::CpuSchedParams;
 use super::runqueue::QueueSet;
 use crate::hw::Topology;
-use crate::sim::{ceil_f, ns_f, Event, EventQueue, Time};
+use crate::sim::{ceil_f, max_f, min_f, ns_f, Event, EventQueue, Time};
 use std::sync::atomic::Ordering::Relaxed;
 
 /// Power of the waiting share in the demand estimate (`update_demand`): held time counts as
@@ -341,13 +341,8 @@ impl Vcpu {
     /// [`MIN_PART`].
     #[inline]
     fn bucket_part(&self) -> f64 {
-        // `self.alloc.max(MIN_PART)` without `f64::max`'s NaN care: the same value for every
-        // `alloc`, NaN included
-        if self.alloc > MIN_PART {
-            self.alloc
-        } else {
-            MIN_PART
-        }
+        // `self.alloc.max(MIN_PART)` by `max_f`: the same value for every `alloc`, NaN included
+        max_f(self.alloc, MIN_PART)
     }
 
     /// Runnable ns so far: RUN + READY + MLMTD + COSTOP (what the vCPU wanted to run).
@@ -1585,17 +1580,16 @@ impl CpuSched {
                 if let Some(b) = &lim.bucket {
                     // the vCPUs a bucket binds share its tokens in proportion to their
                     // entitlements (inside a limited pool: the split of the limit by shares and
-                    // reservations); `mine / lim.active_alloc.max(mine)`, without `f64::max`'s
-                    // NaN care (`mine` is never NaN)
-                    let part = mine / if lim.active_alloc > mine { lim.active_alloc } else { mine };
+                    // reservations); `mine` is never NaN
+                    let part = mine / max_f(lim.active_alloc, mine);
                     // a vCPU started from a held list on an otherwise idle pCPU may borrow
                     let tokens = if b.exhausted() { b.tokens + LIMIT_BORROW_NS } else { b.tokens };
                     let allowed = tokens * part;
-                    least = if allowed < least { allowed } else { least };
+                    least = min_f(allowed, least);
                 }
             }
             let whole = ceil_f(least);
-            slice = if whole > 1.0 { whole } else { 1.0 } as i64 as Time;
+            slice = max_f(whole, 1.0) as i64 as Time;
         }
         if vc.cosched {
             self.touched(v, now);

@@ -23,7 +23,7 @@
 use super::prefault::Prefault;
 use super::table::{Cells, Table, Value};
 use crate::cpu::{CpuSched, VcpuState, NONE, STATES};
-use crate::sim::{Time, NS_PER_S};
+use crate::sim::{ns_f, Time, NS_PER_S};
 
 /// Most rows [`Sampler::reserve_samples`] reserves ahead in one table: bounds the memory set
 /// aside for a run that stops early (a progress callback, Ctrl-C). Source: sized here, about
@@ -96,15 +96,6 @@ const WAIT: usize = VcpuState::Wait as usize;
 const IDLE: usize = VcpuState::Idle as usize;
 const COSTOP: usize = VcpuState::Costop as usize;
 
-/// A count of nanoseconds as a float: through `i64`, one conversion instruction, where a `u64`
-/// takes five on x86-64 (no unsigned conversion before AVX-512); the same value below 2^63 ns
-/// (292 years), which every delta of one interval is.
-#[inline(always)]
-fn ns_f64(ns: u64) -> f64 {
-    debug_assert!(ns < 1 << 63);
-    ns as i64 as f64
-}
-
 /// Percentages of one interval, from state-time deltas.
 #[derive(Debug, Clone, Copy, Default)]
 struct Pct {
@@ -120,7 +111,7 @@ struct Pct {
 
 impl Pct {
     fn new(d: &[u64; STATES], used: u64, span: f64) -> Self {
-        let p = |ns: u64| 100.0 * ns_f64(ns) / span;
+        let p = |ns: u64| 100.0 * ns_f(ns) / span;
         Pct {
             used: p(used),
             run: p(d[RUN]),
@@ -305,7 +296,7 @@ impl Sampler {
             let idx = vm_idx[vm];
             vm_idx[vm] += 1;
             let Some(on_at) = vms[vm].powered_on_at else { continue };
-            let span = ns_f64(now - on_at.max(self.last));
+            let span = ns_f(now - on_at.max(self.last));
             if span <= 0.0 {
                 continue;
             }
@@ -325,7 +316,7 @@ impl Sampler {
         let mut on = 0;
         for (vm, r) in vms.iter().enumerate() {
             let Some(on_at) = r.powered_on_at else { continue };
-            let span = ns_f64(now - on_at.max(self.last));
+            let span = ns_f(now - on_at.max(self.last));
             if span <= 0.0 {
                 continue;
             }
@@ -334,7 +325,7 @@ impl Sampler {
             // one vCPU: its deltas are the VM's (summed from zero) over the same span, so its
             // percentages are the VM's, bit for bit, without eight more divisions
             let pct = if vm_idx[vm] == 1 { vm_pct[vm] } else { Pct::new(d, *used, span) };
-            let used_mhz = ns_f64(*used) / span * core_mhz as f64;
+            let used_mhz = ns_f(*used) / span * core_mhz as f64;
             vm_row(&mut vm_rows.row(), t, vm as u32, r, &pct, used_mhz);
         }
         drop(vm_rows);
