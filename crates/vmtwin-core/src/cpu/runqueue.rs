@@ -64,9 +64,13 @@ fn key_of(packed: u128) -> f64 {
 }
 
 /// Longest run queue that [`RunQueue::push`] inserts into by compare-exchanges from the end
-/// rather than by a binary search and a move: about as many instructions at 8 entries
+/// rather than by a search and a move ([`RunQueue::push_long`]): about as many instructions at 8 entries
 /// (bench-64vm's queues hold 1.5 vCPUs on average at an insert, bench-1024vm's 60).
 const SHORT_QUEUE: usize = 8;
+
+/// Entries per group of [`RunQueue::push_long`]'s two-round count: about the square root of a
+/// long queue's length (bench-1024vm's 60), so both rounds are about as long.
+const GROUP: usize = 8;
 
 /// Ready vCPUs of one pCPU, kept sorted with the lowest key last. Queues are short (a few
 /// vCPUs per pCPU even on an overcommitted host), where a sorted vector beats a heap: popping
@@ -83,9 +87,7 @@ impl RunQueue {
         let e = pack(key, seq, vcpu);
         let n = self.sorted.len();
         if n > SHORT_QUEUE {
-            // descending order: the insertion point is after every larger entry
-            let at = self.sorted.partition_point(|&x| x > e);
-            self.sorted.insert(at, e);
+            self.push_long(e);
             return;
         }
         // a short queue: append, then one compare-exchange per entry from the end, so that the
@@ -100,6 +102,20 @@ impl RunQueue {
             s[i] = std::hint::select_unpredictable(swap, b, a);
             s[i + 1] = std::hint::select_unpredictable(swap, a, b);
         }
+    }
+
+    /// [`Self::push`] into a queue of more than [`SHORT_QUEUE`] entries: the insertion point
+    /// (descending order: after every larger entry) is the count of larger entries, counted in
+    /// two rounds of independent compares (each group's last entry, then the group it falls
+    /// in) rather than by a binary search, whose probes form a chain of dependent loads from a
+    /// queue mostly out of L1. Not inlined: the short queues' path keeps its own code.
+    #[inline(never)]
+    fn push_long(&mut self, e: u128) {
+        let s = &self.sorted[..];
+        let whole: usize = s[GROUP - 1..].iter().step_by(GROUP).map(|&x| usize::from(x > e)).sum();
+        let lo = whole * GROUP;
+        let at = lo + s[lo..(lo + GROUP).min(s.len())].iter().map(|&x| usize::from(x > e)).sum::<usize>();
+        self.sorted.insert(at, e);
     }
 
     /// The head, packed, for comparing queues without removing anything.
