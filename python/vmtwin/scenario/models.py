@@ -109,9 +109,9 @@ class CpuScheduler(_Model):
         "that wants to run, e.g. '1ms' (default)."
     )
     wake_preempt_margin: Optional[Nanos] = Field(None, description="Priority margin for a waking vCPU to preempt, e.g. '1ms'.")
-    max_lag: Optional[Nanos] = Field(None, description="Most CPU time a vCPU may be owed or owe the fair clock, e.g. '100ms'.")
+    max_lag: Optional[Nanos] = Field(None, description="Most CPU time a vCPU may be owed by the fair clock, e.g. '100ms'.")
     max_debt: Optional[Nanos] = Field(
-        None, description="Most CPU time a runnable vCPU may owe the fair clock at an entitlement update, e.g. '300ms'."
+        None, description="Most CPU time a vCPU may owe the fair clock, e.g. '300ms'."
     )
     demand_ewma_weight: Optional[Annotated[float, Strict(), Field(gt=0.0, le=1.0)]] = Field(
         None, description="Weight of the newest sample in the demand EWMA, in (0, 1]."

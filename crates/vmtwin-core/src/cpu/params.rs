@@ -39,15 +39,16 @@ pub struct CpuSchedParams {
     /// in ns of virtual time. Default 1 ms: chosen to avoid preemption thrash between near-equal
     /// vCPUs while keeping wake-up latency small (C4 asks for "a small margin").
     pub wake_preempt_margin_ns: Time,
-    /// The most CPU time a vCPU may be owed by, or owe, the fair clock, in ns (its lag, `clock.rs`):
-    /// a waking vCPU is placed no further than this from the clock, and every vCPU's lag is
-    /// clamped to it at each entitlement update. Default 100 ms = two quanta (research/cpu.md C3:
-    /// "clamp |entitled - charged| to <= 1 quantum x 2").
+    /// The most CPU time a vCPU may be owed by the fair clock, in ns (its lag, `clock.rs`): a
+    /// waking vCPU is placed owed no more than this, and every vCPU's credit is clamped to it
+    /// at each entitlement update (its debt to `max_debt_ns`). Default 100 ms = two quanta
+    /// (research/cpu.md C3: "clamp |entitled - charged| to <= 1 quantum x 2").
     pub max_lag_ns: Time,
-    /// The most CPU time a runnable vCPU may owe the fair clock when its lag is clamped at an
-    /// entitlement update, in ns (`clock.rs`). Debt is what a vCPU ran beyond its weighted share
-    /// while others were runnable too; forgiving it hands that time to the VM that ran ahead
-    /// (seen: a held-back 3-vCPU VM some 170 ms ahead at every update got 0.18 pCPU more than its
+    /// The most CPU time a vCPU may owe the fair clock, in ns (`clock.rs`): at each entitlement
+    /// update, and when it wakes or a limit releases it (before session 27 a waker was placed
+    /// owing at most `max_lag_ns`, which forgave a limit-bound VM's debt at every release).
+    /// Debt is what a vCPU ran beyond its weighted share while others were runnable too;
+    /// forgiving it hands that time to the VM that ran ahead (seen: a held-back 3-vCPU VM some 170 ms ahead at every update got 0.18 pCPU more than its
     /// entitlement, from a satisfied neighbour). The clock does not need the bound (a vCPU moves
     /// it by the CPU time it runs, whatever its key); what does is a vCPU over-served for reasons
     /// fairness cannot reach (alone in its cell or node), which would otherwise wait out all of

@@ -6,8 +6,9 @@
 //! `entitlement.rs`, split evenly over the VM's vCPUs, in pCPUs): running for `dt` adds
 //! `dt / weight`. Picking the lowest key is picking the lowest consumed/entitled ratio, measured
 //! against the fair clock of `clock.rs` (the weight-averaged key of the runnable vCPUs). A
-//! waking vCPU, or one a limit releases, is placed within `max_lag_ns` of CPU time of that
-//! clock, so waiting and idling bank no more than that and cost nothing; at each entitlement
+//! waking vCPU, or one a limit releases, is placed owed at most `max_lag_ns` of CPU time by
+//! that clock and owing at most `max_debt_ns`, so waiting and idling bank no more than that
+//! and forgive no debt a runnable vCPU would keep; at each entitlement
 //! update weights change, every key is rescaled so that its lag in CPU time is kept, clamped to
 //! `max_lag_ns` of credit and `max_debt_ns` of debt, and rebased so the clock reads zero.
 //!
@@ -812,8 +813,13 @@ impl CpuSched {
         }
     }
 
-    /// Place a vCPU that is about to become runnable within `max_lag_ns` of CPU time of the
-    /// fair clock: waiting or idling banks no more credit than that and costs no more. A waking
+    /// Place a vCPU that is about to become runnable owed at most `max_lag_ns` of CPU time by
+    /// the fair clock and owing at most `max_debt_ns`, the bounds of every update's clamp:
+    /// waiting or idling banks no more credit than that. Debt is not forgiven down to
+    /// `max_lag_ns` here: a limit-bound VM is released every few ms, and each release that did
+    /// so let a VM limited above its entitlement (75 shares, 8 vCPUs) run its whole limit, 18.5
+    /// points of a pCPU over max-min, out of a busy VM held below its own entitlement, which
+    /// sat further in debt than the release (docs/cpu-scheduler.md, session 27). A waking
     /// vCPU keeps the key it halted with, so what the clock moved while it slept is its credit
     /// (less any debt it halted with); why the lag at the halt is not kept instead is in
     /// `clock.rs` (measured: it queues every burst of a VM under its share). A vCPU
@@ -828,7 +834,7 @@ impl CpuSched {
         // the same value below 2^63 ns (292 years), as for `wake_preempt_margin_ns` in `victim`
         let reach = ns_f(self.params.max_lag_ns) * vc.inv_weight;
         let credit = if from_hold { 0.5 * reach } else { reach };
-        vc.key = vc.key.clamp(clock - credit, clock + reach);
+        vc.key = vc.key.clamp(clock - credit, clock + ns_f(self.params.max_debt_ns) * vc.inv_weight);
     }
 
     /// Bring every vCPU's counters up to `now` without changing any state (for sampling).
