@@ -23,12 +23,21 @@
 //! demand estimate counts its READY time) kept the rest of the limit from its backlogged
 //! siblings: a fixed pool at a 189-point limit delivered 182.
 //!
+//! A throttled bucket's resume level is at most a quarter of its depth ([`RESUME_BELOW`]); past
+//! that each vCPU's turn is shorter than `limit_min_slice_ns`. A slice is charged when it ends,
+//! so while the turns a bucket resumed for run, it reads their accrual on top of the tokens they
+//! have already used: up to twice the resume level, since a limit binds only below one pCPU per
+//! wanting vCPU. Resuming at the depth (a coarse turn times many vCPUs, or a low limit) dropped
+//! that accrual at the cap: a 4-vCPU VM limited to 334 MHz with 5 ms turns got 15.88% for its
+//! 16.70%. And a pool bucket resuming at half its depth or more was not scarce while its
+//! children ran, so their shares stopped splitting it (a 7-vCPU VM got 3.6% for its 64.4%).
+//!
 //! # Tunables
 //! In [`super::CpuSchedParams`]: `limit_burst_ns` (bucket depth as wall time at the limit rate,
 //! default 100 ms, C5) and `limit_min_slice_ns` (the turn a throttled VM waits to earn per
 //! wanting vCPU, default 1 ms: chosen; Linux CFS's bandwidth slice is 5 ms, ESX's own is not
-//! documented; coarser turns cost max-min accuracy, see the parameter). [`LIMIT_BORROW_NS`]
-//! (1 ms, chosen); [`SHARE_SPLIT_BELOW`] (1/2 of the depth, chosen).
+//! documented; see the parameter). [`LIMIT_BORROW_NS`] (1 ms, chosen); [`SHARE_SPLIT_BELOW`]
+//! (1/2 of the depth, chosen); [`RESUME_BELOW`] (half of that, derived).
 //!
 //! # Counters
 //! %MLMTD per vCPU and VM (time held back by the limit), sampled by `metrics/`.
@@ -50,6 +59,15 @@ pub const LIMIT_BORROW_NS: f64 = NS_PER_MS as f64;
 /// above empty, so that a scarce pool is split by its children's shares.
 pub const SHARE_SPLIT_BELOW: f64 = 0.5;
 
+/// Most a throttled bucket's resume level may be, as a fraction of its depth: half of
+/// [`SHARE_SPLIT_BELOW`]. Derived, not chosen: a bucket is charged for a slice when the slice
+/// ends, so while the turns it resumed for run it reads their accrual on top of tokens they
+/// have already used. That accrual is less than the turns themselves (a limit binds only below
+/// one pCPU per wanting vCPU), so the reading peaks under twice the resume level, which this
+/// keeps below the share split (a pool at its limit stays scarce, split by its children's
+/// shares) and below the depth (no accrual dropped at the cap while the turns run).
+pub const RESUME_BELOW: f64 = SHARE_SPLIT_BELOW / 2.0;
+
 /// One VM's limit bucket.
 #[derive(Debug, Clone)]
 pub struct TokenBucket {
@@ -62,7 +80,7 @@ pub struct TokenBucket {
     /// time of the last accrual
     pub updated: Time,
     /// tokens a throttled bucket must reach before its vCPUs run again, pCPU-ns:
-    /// `min_slice` for each vCPU that wants to run under it, at most the depth
+    /// `min_slice` for each vCPU that wants to run under it, at most [`RESUME_BELOW`] of the depth
     pub resume: f64,
     /// the least CPU a throttled VM must have earned before it runs again, pCPU-ns per wanting
     /// vCPU (`CpuSchedParams::limit_min_slice_ns`)
@@ -76,17 +94,19 @@ impl TokenBucket {
         let rate = limit_mhz / core_mhz as f64;
         let min_slice = min_slice_ns as f64;
         let depth = (rate * burst_ns as f64).max(min_slice);
-        TokenBucket { rate, depth, tokens: min_slice, updated: now, resume: min_slice, min_slice }
+        let mut b = TokenBucket { rate, depth, tokens: min_slice, updated: now, resume: min_slice, min_slice };
+        b.set_active(0);
+        b
     }
 
     /// Change the limit to `limit_mhz` at `now`, keeping the tokens earned so far (up to the new
-    /// depth).
-    pub fn set_limit(&mut self, limit_mhz: f64, core_mhz: u64, burst_ns: Time, now: Time) {
+    /// depth); `active` vCPUs want to run under it.
+    pub fn set_limit(&mut self, limit_mhz: f64, core_mhz: u64, burst_ns: Time, active: u32, now: Time) {
         self.refill(now);
         self.rate = limit_mhz / core_mhz as f64;
         self.depth = (self.rate * burst_ns as f64).max(self.min_slice);
         self.tokens = self.tokens.min(self.depth);
-        self.resume = self.resume.min(self.depth);
+        self.set_active(active);
     }
 
     /// Tokens there would be at `now`, without accruing them.
@@ -111,11 +131,11 @@ impl TokenBucket {
     }
 
     /// `active` vCPUs want to run under this bucket: a throttled bucket waits until each can
-    /// have a turn of at least `min_slice` (so a pool limit over many vCPUs is not served in
-    /// slivers, one event each).
+    /// have a turn of `min_slice` (so a pool limit over many vCPUs is not served in slivers, one
+    /// event each), or until it holds [`RESUME_BELOW`] of its depth, when the turns are shorter.
     #[inline]
     pub fn set_active(&mut self, active: u32) {
-        self.resume = (self.min_slice * f64::from(active.max(1))).min(self.depth);
+        self.resume = min_f(self.min_slice * f64::from(active.max(1)), RESUME_BELOW * self.depth);
     }
 
     /// True when the bucket is scarce: its children's shares of it bind ([`SHARE_SPLIT_BELOW`]).
@@ -161,6 +181,18 @@ mod tests {
         assert!(b.scarce());
         b.refill(51 * NS_PER_MS);
         assert!(!b.scarce());
+    }
+
+    #[test]
+    fn resume_stays_under_a_quarter_of_the_depth() {
+        // a 1-pCPU pool limit (100 ms deep) over 14 vCPUs wanting 5 ms turns: 25 ms, not 70
+        let mut b = TokenBucket::new(2000.0, 2000, 100 * NS_PER_MS, 5 * NS_PER_MS, 0);
+        b.set_active(14);
+        assert_eq!(b.resume, 25.0 * NS_PER_MS as f64);
+        b.set_active(2);
+        assert_eq!(b.resume, 10.0 * NS_PER_MS as f64);
+        b.set_limit(200.0, 2000, 100 * NS_PER_MS, 2, 0);
+        assert_eq!(b.resume, 2.5 * NS_PER_MS as f64);
     }
 
     #[test]

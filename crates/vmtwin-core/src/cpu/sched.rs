@@ -1086,8 +1086,8 @@ impl CpuSched {
         match (before, after) {
             (Some(b), Some(a)) if (a - b).abs() <= 1e-9 * b => {}
             (Some(_), Some(a)) => {
-                let (core, burst) = (self.core_mhz, self.params.limit_burst_ns);
-                s.bucket.as_mut().expect("a limit has a bucket").set_limit(a, core, burst, now);
+                let (core, burst, n) = (self.core_mhz, self.params.limit_burst_ns, s.active_n);
+                s.bucket.as_mut().expect("a limit has a bucket").set_limit(a, core, burst, n, now);
                 // a pending refill was timed at the old rate (at a share of a few Hz, tens of
                 // seconds away): release what it held, to be held again at the new rate
                 if s.refill_pending {
