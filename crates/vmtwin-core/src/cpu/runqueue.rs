@@ -108,7 +108,9 @@ impl RunQueue {
     /// (descending order: after every larger entry) is the count of larger entries, counted in
     /// two rounds of independent compares (each group's last entry, then the group it falls
     /// in) rather than by a binary search, whose probes form a chain of dependent loads from a
-    /// queue mostly out of L1. Not inlined: the short queues' path keeps its own code.
+    /// queue mostly out of L1. Cold and not inlined: the short queues' path keeps its own code
+    /// and its place (bench-64vm's queues are short).
+    #[cold]
     #[inline(never)]
     fn push_long(&mut self, e: u128) {
         let s = &self.sorted[..];
