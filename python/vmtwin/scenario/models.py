@@ -106,7 +106,7 @@ class CpuScheduler(_Model):
     limit_burst: Optional[Nanos] = Field(None, description="Burst a limited VM may run ahead of its limit, e.g. '100ms'.")
     limit_min_slice: Optional[Nanos] = Field(
         None, description="Turn of a CPU limit: a throttled VM runs again once it has earned this much CPU per vCPU "
-        "that wants to run, e.g. '1ms' (default)."
+        "that wants to run, e.g. '5ms' (default)."
     )
     wake_preempt_margin: Optional[Nanos] = Field(None, description="Priority margin for a waking vCPU to preempt, e.g. '1ms'.")
     max_lag: Optional[Nanos] = Field(None, description="Most CPU time a vCPU may be owed by the fair clock, e.g. '100ms'.")

@@ -7,8 +7,8 @@
 //! a limited VM does not start with a burst above its limit. When the bucket holds less than a
 //! turn for each vCPU that wants to run under it, its VMs are throttled: their ready vCPUs wait
 //! in the MLMTD state (esxtop %MLMTD, counted inside %RDY) until the bucket refills to that
-//! level (research/cpu.md C5). So a VM held at a 25% limit runs in turns of 1 ms (the default)
-//! and waits 3 ms between them. The
+//! level (research/cpu.md C5). So a VM held at a 25% limit runs in turns of 5 ms (the default)
+//! and waits 15 ms between them. The
 //! vCPUs a bucket binds share its tokens in proportion to their weights (`sched.rs`), so inside a
 //! limited pool CPU is split by the children's shares and reservations. A throttled vCPU may
 //! still run on a pCPU that would otherwise idle, into at most [`LIMIT_BORROW_NS`] of debt.
@@ -35,8 +35,8 @@
 //! # Tunables
 //! In [`super::CpuSchedParams`]: `limit_burst_ns` (bucket depth as wall time at the limit rate,
 //! default 100 ms, C5) and `limit_min_slice_ns` (the turn a throttled VM waits to earn per
-//! wanting vCPU, default 1 ms: chosen; Linux CFS's bandwidth slice is 5 ms, ESX's own is not
-//! documented; see the parameter). [`LIMIT_BORROW_NS`] (1 ms, chosen); [`SHARE_SPLIT_BELOW`]
+//! wanting vCPU, default 5 ms: Linux CFS's bandwidth slice; ESX's own is not documented, see
+//! the parameter). [`LIMIT_BORROW_NS`] (1 ms, chosen); [`SHARE_SPLIT_BELOW`]
 //! (1/2 of the depth, chosen); [`RESUME_BELOW`] (half of that, derived).
 //!
 //! # Counters

@@ -26,14 +26,15 @@ pub struct CpuSchedParams {
     /// (research/cpu.md C5).
     pub limit_burst_ns: Time,
     /// The turn of a CPU limit, in ns of CPU per vCPU: a throttled VM runs again once its
-    /// bucket has earned this much for each vCPU that wants to run (`limit.rs`), so a VM held
-    /// at a 25% limit runs 1 ms and waits 3 ms. Default 1 ms: chosen. Peers are coarser: Linux
-    /// CFS bandwidth control hands runtime out in 5 ms slices (`sched_cfs_bandwidth_slice_us`,
-    /// kernel Documentation/scheduler/sched-bwc.rst) [X]; ESX's own granularity is not
-    /// documented (research/cpu.md C5 gives only the 100 ms burst). Coarser turns were measured
-    /// and not taken (benchmarks/README.md, session 26): 2 ms cuts bench-mixed's hour from
-    /// 26.15 M to 22.72 M events but puts 4 of 60 pooled census scenarios off their max-min
-    /// allocation (none at 1 ms); 4 and 5 ms fail the strict max-min sample.
+    /// bucket has earned this much for each vCPU that wants to run, or a quarter of its depth
+    /// when that is less (`limit.rs`), so a VM held at a 25% limit runs 5 ms and waits 15 ms.
+    /// Default 5 ms: Linux CFS bandwidth control hands runtime out in 5 ms slices
+    /// (`sched_cfs_bandwidth_slice_us`, kernel Documentation/scheduler/sched-bwc.rst;
+    /// research/anchors.md 2.5) [X]; ESX's own granularity is not documented (research/cpu.md C5
+    /// gives only the 100 ms burst). It was 1 ms until the resume level was capped at a quarter
+    /// of the depth (session 27): measured at 1-5 ms since, the strict max-min sample passes 100
+    /// of 100 at each and the pooled census is no worse than at 1 ms, and bench-mixed's hour has
+    /// 20% fewer events than at 1 ms (docs/cpu-scheduler.md).
     pub limit_min_slice_ns: Time,
     /// A waking vCPU preempts a running one only if its virtual time is lower by more than this,
     /// in ns of virtual time. Default 1 ms: chosen to avoid preemption thrash between near-equal
@@ -232,7 +233,7 @@ impl Default for CpuSchedParams {
             quantum_ns: 50 * NS_PER_MS,
             entitlement_interval_ns: NS_PER_S,
             limit_burst_ns: 100 * NS_PER_MS,
-            limit_min_slice_ns: NS_PER_MS,
+            limit_min_slice_ns: 5 * NS_PER_MS,
             wake_preempt_margin_ns: NS_PER_MS,
             max_lag_ns: 100 * NS_PER_MS,
             max_debt_ns: 300 * NS_PER_MS,

@@ -81,7 +81,7 @@
 //!
 //! # Tunables
 //! See [`CpuSchedParams`]: `quantum_ns` (50 ms), `wake_preempt_margin_ns` (1 ms),
-//! `max_lag_ns` (100 ms), `max_debt_ns` (300 ms), `limit_burst_ns` (100 ms), `limit_min_slice_ns` (1 ms),
+//! `max_lag_ns` (100 ms), `max_debt_ns` (300 ms), `limit_burst_ns` (100 ms), `limit_min_slice_ns` (5 ms),
 //! `entitlement_interval_ns` (1 s),
 //! `demand_ewma_weight` (0.5); locality: `llc_aware` (on), `llc_balance` (off),
 //! `extended_fairness` (off, every `extended_fairness_period_ns` = 3 s), `numa_home_nodes` (on),
