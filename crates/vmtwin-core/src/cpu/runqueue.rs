@@ -264,26 +264,12 @@ impl QueueSet {
         self.len
     }
 
-    /// Re-read queue `p`'s head and fix its ancestors, every level up to the root. Stopping
-    /// where nothing changes saved a few stores but cost a data-dependent branch per level
-    /// (which way it goes is a coin toss); the walk's length is fixed by the tree's height, and
-    /// each level's minimum is a conditional move, so nothing in it is mispredicted.
+    /// Re-read queue `p`'s head and fix its ancestors, every level up to the root
+    /// (`sim::tree`).
     #[inline]
     fn refresh(&mut self, p: u32) {
-        let mut i = self.leaves + p as usize;
-        let mut m = self.queues[p as usize].head().map_or(NO_HEAD, |h| with_id(h, p));
-        let tree = &mut self.tree[..];
-        tree[i] = m;
-        // the new minimum of each ancestor is the one below it against its sibling
-        while i > 1 {
-            // SAFETY: `i < tree.len()`, checked by the write above, and `tree.len()` is even
-            // (`2 * leaves`), so the sibling `i ^ 1` and the parent `i / 2` are in bounds too;
-            // the checks cost a tenth of the scheduler's run-queue upkeep
-            let s = unsafe { *tree.get_unchecked(i ^ 1) };
-            m = std::hint::select_unpredictable(s < m, s, m);
-            i /= 2;
-            unsafe { *tree.get_unchecked_mut(i) = m };
-        }
+        let m = self.queues[p as usize].head().map_or(NO_HEAD, |h| with_id(h, p));
+        crate::sim::tree::set_leaf(&mut self.tree, self.leaves + p as usize, m);
     }
 }
 

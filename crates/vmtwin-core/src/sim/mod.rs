@@ -7,6 +7,7 @@
 
 mod queue;
 mod rng;
+pub(crate) mod tree;
 
 pub use queue::{Event, EventQueue};
 pub use rng::{stream_seed, Rng};

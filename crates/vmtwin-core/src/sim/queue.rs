@@ -298,22 +298,10 @@ impl EventQueue {
         self.put(slot, NO_KEY);
     }
 
-    /// Write `key` into timer `slot`'s leaf and recompute every node above it, up to the root:
-    /// each parent is the least of the child just written and its sibling.
+    /// Write `key` into timer `slot`'s leaf and recompute every node above it, up to the root.
     #[inline(always)]
     fn put(&mut self, slot: u32, key: u128) {
-        let mut i = self.leaves + slot as usize;
-        let t = &mut self.timers[..];
-        t[i] = key;
-        let mut m = key;
-        while i > 1 {
-            // SAFETY: `i < t.len()`, checked by the write above, and `t.len()` is even
-            // (`2 * leaves`), so the sibling `i ^ 1` and the parent `i / 2` are in bounds too
-            let s = unsafe { *t.get_unchecked(i ^ 1) };
-            m = std::hint::select_unpredictable(s < m, s, m);
-            i /= 2;
-            unsafe { *t.get_unchecked_mut(i) = m };
-        }
+        super::tree::set_leaf(&mut self.timers, self.leaves + slot as usize, key);
     }
 
     /// Schedule a one-shot `event` at absolute time `time`.
