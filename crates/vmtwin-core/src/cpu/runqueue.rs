@@ -166,8 +166,9 @@ impl QueueSet {
         }
     }
 
-    /// Remove the head of pCPU `p`'s queue.
-    #[inline]
+    /// Remove the head of pCPU `p`'s queue (always inlined: as a call, in the dispatch loop, it
+    /// cost bench-mixed 0.5% more instructions).
+    #[inline(always)]
     pub fn pop(&mut self, p: u32) -> Option<u32> {
         let v = self.queues[p as usize].pop()?;
         self.len -= 1;

@@ -1421,12 +1421,14 @@ impl CpuSched {
     /// another pCPU's queue if need be), or leave `p` idle.
     #[inline]
     fn dispatch(&mut self, p: u32, now: Time, q: &mut EventQueue) {
-        self.dispatch_as(p, now, q, true);
+        self.dispatch_as(p, now, q, true, NONE);
     }
 
     /// [`Self::dispatch`]; `may_wait`: vCPUs too fresh to pull from elsewhere may be passed
-    /// over when `p`'s own queue is empty (`move_wait`, `pick`'s `DECLINE`).
-    fn dispatch_as(&mut self, p: u32, now: Time, q: &mut EventQueue, may_wait: bool) {
+    /// over when `p`'s own queue is empty (`move_wait`, `pick`'s `DECLINE`). `first`, unless
+    /// [`NONE`], is the queue the first pick would name, picked already by the caller (`requeue`)
+    /// with nothing the pick reads changed since: it is not picked again.
+    fn dispatch_as(&mut self, p: u32, now: Time, q: &mut EventQueue, may_wait: bool, mut first: u32) {
         if !self.waiting.is_empty() && self.gang_dispatch(p, now, q) {
             return;
         }
@@ -1438,12 +1440,17 @@ impl CpuSched {
             self.recheck.0.store(Time::MAX, Relaxed);
         }
         loop {
-            let pick = if declining && self.queues.head_entry(p).is_none() {
-                self.pick::<true>(p, now)
+            let qp = if first != NONE {
+                std::mem::replace(&mut first, NONE)
             } else {
-                self.pick::<false>(p, now)
+                let pick = if declining && self.queues.head_entry(p).is_none() {
+                    self.pick::<true>(p, now)
+                } else {
+                    self.pick::<false>(p, now)
+                };
+                let Some((qp, _)) = pick else { break };
+                qp
             };
-            let Some((qp, _)) = pick else { break };
             let v = self.queues.pop(qp).expect("best queue is not empty");
             if self.popped_blocked(v, now) {
                 continue;
@@ -1484,7 +1491,7 @@ impl CpuSched {
     #[inline(never)]
     fn recheck_idle(&mut self, p: u32, now: Time, q: &mut EventQueue) {
         if self.idle[p as usize] {
-            self.dispatch_as(p, now, q, false);
+            self.dispatch_as(p, now, q, false, NONE);
             self.settle_cosched(now, q);
         }
     }
@@ -1786,6 +1793,12 @@ impl CpuSched {
                     // waking one does, and may take one from a vCPU with more slack
                     self.dispatch(p, now, q);
                     self.place(v, now, q);
+                } else if self.holding.is_empty() && self.vcpus[v as usize].stale == 0 {
+                    // `v`, queued behind `qp`'s head, changes no pick (the host's best and
+                    // `qp`'s score are lower than its key, and `p`'s own queue is no longer
+                    // empty, so nothing declines): `p` takes from `qp` without a second pick
+                    self.enqueue(p, v);
+                    self.dispatch_as(p, now, q, true, qp);
                 } else {
                     self.enqueue(p, v);
                     self.dispatch(p, now, q);
