@@ -157,6 +157,9 @@ pub struct EventQueue {
     head: u64,
     /// one-shot events outside the wheel's window when pushed
     heap: BinaryHeap<Entry>,
+    /// the heap's earliest key, or `NO_KEY` when it is empty (kept, so that a pop from the
+    /// wheel, nearly every one-shot pop, does not look into the heap twice)
+    heap_head: u128,
     /// earliest one-shot key (wheel or heap), or `NO_KEY` when there is none
     one_shot_head: u128,
     seq: u64,
@@ -164,11 +167,9 @@ pub struct EventQueue {
     /// (`NO_KEY` while unarmed), inner node `i` is the least of `2i` and `2i + 1`, so the root
     /// `timers[1]` is the earliest timer (index 0 is unused)
     timers: Vec<u128>,
-    /// leaves of the tree: the slots rounded up to a power of two, at least 2
+    /// leaves of the tree: the slots rounded up to a power of two, at least 2 (no timer is
+    /// armed, the fired one included until it is removed, exactly when the root is `NO_KEY`)
     leaves: usize,
-    /// number of armed timers (leaves that are not `NO_KEY`, a fired one included until it is
-    /// removed)
-    armed: usize,
     /// per slot: the event it fires while armed
     slots: Vec<Event>,
     /// slot of a timer just popped but still in the tree: it is removed lazily, so that the
@@ -187,12 +188,12 @@ impl EventQueue {
             base: 0,
             head: 0,
             heap: BinaryHeap::new(),
+            heap_head: NO_KEY,
             one_shot_head: NO_KEY,
             seq: 0,
             slots: vec![Event::Sample; slots],
             timers: vec![NO_KEY; 2 * slots.next_power_of_two().max(2)],
             leaves: slots.next_power_of_two().max(2),
-            armed: 0,
             fired: UNARMED,
         }
     }
@@ -207,15 +208,16 @@ impl EventQueue {
     #[inline(always)]
     fn pop_one_shot(&mut self) -> Entry {
         // keys are unique (seq), so the earliest is the wheel's exactly when it is not the heap's
-        let from_wheel = self.heap.peek().is_none_or(|h| h.key != self.one_shot_head);
+        let from_wheel = self.heap_head != self.one_shot_head;
         let (e, wheel_next) = if from_wheel {
             self.pop_wheel()
         } else {
             let e = self.heap.pop().expect("non-empty");
+            self.heap_head = self.heap.peek().map_or(NO_KEY, |h| h.key);
             let w = if self.wheel_len > 0 { self.wheel[self.head as usize % WHEEL_BUCKETS][self.cursor].key } else { NO_KEY };
             (e, w)
         };
-        self.one_shot_head = self.heap.peek().map_or(wheel_next, |h| h.key.min(wheel_next));
+        self.one_shot_head = self.heap_head.min(wheel_next);
         e
     }
 
@@ -293,8 +295,6 @@ impl EventQueue {
     /// Clear timer `slot`'s leaf (armed or not) and fix the nodes above it.
     #[inline]
     fn disarm(&mut self, slot: u32) {
-        let leaf = self.timers[self.leaves + slot as usize];
-        self.armed -= usize::from(leaf != NO_KEY);
         self.put(slot, NO_KEY);
     }
 
@@ -315,6 +315,7 @@ impl EventQueue {
             // outside the window: far ahead, or before `base` (then the distance wraps to a huge
             // number)
             self.heap.push(entry);
+            self.heap_head = self.heap_head.min(entry.key);
             return;
         }
         let idx = b as usize % WHEEL_BUCKETS;
@@ -370,7 +371,6 @@ impl EventQueue {
         // re-arming the timer that just fired (a slice end's next slice) or another: the same
         // walk either way
         self.settle_except(slot);
-        self.armed += usize::from(self.timers[self.leaves + slot as usize] == NO_KEY);
         self.put(slot, key);
     }
 
@@ -385,7 +385,7 @@ impl EventQueue {
     #[inline]
     pub fn pop(&mut self) -> Option<(Time, Event)> {
         self.settle();
-        let timer = (self.armed > 0).then(|| self.timers[1]);
+        let timer = self.earliest_timer();
         let one_shot = self.one_shot_min();
         let (time, event) = match (timer, one_shot) {
             // seqs are unique, so the slot bits never decide between the two
@@ -415,7 +415,7 @@ impl EventQueue {
     #[inline(always)]
     pub fn pop_until(&mut self, until: Time) -> Option<(Time, Event)> {
         self.settle();
-        let timer = (self.armed > 0).then(|| self.timers[1]);
+        let timer = self.earliest_timer();
         let (time, event) = match (timer, self.one_shot_min()) {
             // seqs are unique, so the slot bits never decide between the two
             (Some(a), Some(b)) if b < a => {
@@ -460,7 +460,7 @@ impl EventQueue {
             }
             (k != NO_KEY).then(|| time_of(k))
         } else {
-            (self.armed > 0).then(|| time_of(self.timers[1]))
+            self.earliest_timer().map(time_of)
         };
         let one_shot = self.one_shot_min().map(time_of);
         match (timer, one_shot) {
@@ -469,9 +469,18 @@ impl EventQueue {
         }
     }
 
-    /// Number of pending events.
+    /// The root of the timer tree: the earliest armed timer's key, if any is armed.
+    #[inline(always)]
+    fn earliest_timer(&self) -> Option<u128> {
+        let root = self.timers[1];
+        (root != NO_KEY).then_some(root)
+    }
+
+    /// Number of pending events (the timers counted by a scan of the slots: not for hot paths,
+    /// which keep no count, so that arming a timer costs only its walk).
     pub fn len(&self) -> usize {
-        self.wheel_len + self.heap.len() + self.armed - usize::from(self.fired != UNARMED)
+        let armed = self.timers[self.leaves..].iter().filter(|&&k| k != NO_KEY).count();
+        self.wheel_len + self.heap.len() + armed - usize::from(self.fired != UNARMED)
     }
 
     /// True when nothing is pending.
