@@ -20,9 +20,9 @@
 //! - Waiting and idling cost no penalty and bank a bounded credit: a sleeping vCPU is not part
 //!   of `V` and keeps its key while `V` moves on, so it wakes owed what the clock moved while it
 //!   slept, less any debt it halted with, clamped to `max_lag_ns` of credit (`max_debt_ns` of
-//!   debt, as at every update; session 27: forgiving debt down to `max_lag_ns` at each wake or
-//!   limit release let a VM limited above its entitlement run to its limit out of a busy VM
-//!   held below its own): however
+//!   debt, as at every update: forgiving debt down to `max_lag_ns` at each wake or limit
+//!   release let a VM limited above its entitlement run to its limit out of a busy VM held
+//!   below its own): however
 //!   long it slept, it is owed at most that much. A vCPU that uses less than its share (a VM
 //!   demanding less than its entitlement) therefore wakes owed CPU and runs at once, which is
 //!   what lets it receive its whole demand with near-zero ready time (issue 5's semantic test).

@@ -31,10 +31,10 @@ pub struct CpuSchedParams {
     /// Default 5 ms: Linux CFS bandwidth control hands runtime out in 5 ms slices
     /// (`sched_cfs_bandwidth_slice_us`, kernel Documentation/scheduler/sched-bwc.rst;
     /// research/anchors.md 2.5) [X]; ESX's own granularity is not documented (research/cpu.md C5
-    /// gives only the 100 ms burst). It was 1 ms until the resume level was capped at a quarter
-    /// of the depth (session 27): measured at 1-5 ms since, the strict max-min sample passes 100
-    /// of 100 at each and the pooled census is no worse than at 1 ms, and bench-mixed's hour has
-    /// 20% fewer events than at 1 ms (docs/cpu-scheduler.md).
+    /// gives only the 100 ms burst). With the resume level capped at a quarter of the depth,
+    /// turns of 1 to 5 ms all pass the strict max-min sample (100 of 100) with a pooled census no
+    /// worse than at 1 ms, and 5 ms gives bench-mixed's hour 20% fewer events than 1 ms
+    /// (docs/cpu-scheduler.md).
     pub limit_min_slice_ns: Time,
     /// A waking vCPU preempts a running one only if its virtual time is lower by more than this,
     /// in ns of virtual time. Default 1 ms: chosen to avoid preemption thrash between near-equal
@@ -46,8 +46,8 @@ pub struct CpuSchedParams {
     /// (research/cpu.md C3: "clamp |entitled - charged| to <= 1 quantum x 2").
     pub max_lag_ns: Time,
     /// The most CPU time a vCPU may owe the fair clock, in ns (`clock.rs`): at each entitlement
-    /// update, and when it wakes or a limit releases it (before session 27 a waker was placed
-    /// owing at most `max_lag_ns`, which forgave a limit-bound VM's debt at every release).
+    /// update, and when it wakes or a limit releases it (placing a waker owing at most
+    /// `max_lag_ns` would forgive a limit-bound VM's debt at every release).
     /// Debt is what a vCPU ran beyond its weighted share while others were runnable too;
     /// forgiving it hands that time to the VM that ran ahead (seen: a held-back 3-vCPU VM some 170 ms ahead at every update got 0.18 pCPU more than its
     /// entitlement, from a satisfied neighbour). The clock does not need the bound (a vCPU moves

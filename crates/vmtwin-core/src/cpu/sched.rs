@@ -823,7 +823,7 @@ impl CpuSched {
     /// `max_lag_ns` here: a limit-bound VM is released every few ms, and each release that did
     /// so let a VM limited above its entitlement (75 shares, 8 vCPUs) run its whole limit, 18.5
     /// points of a pCPU over max-min, out of a busy VM held below its own entitlement, which
-    /// sat further in debt than the release (docs/cpu-scheduler.md, session 27). A waking
+    /// sat further in debt than the release (docs/cpu-scheduler.md). A waking
     /// vCPU keeps the key it halted with, so what the clock moved while it slept is its credit
     /// (less any debt it halted with); why the lag at the halt is not kept instead is in
     /// `clock.rs` (measured: it queues every burst of a VM under its share). A vCPU
@@ -1512,14 +1512,10 @@ impl CpuSched {
         // one read of the vCPU's record (`start_bound` changes none of these fields)
         let vc = &self.vcpus[v as usize];
         let (work, run_key, run_inv_weight, run_guard, run_alloc, run_vm) = (vc.work_left, vc.key, vc.inv_weight, vc.guard, vc.alloc, vc.vm);
-        // the quantum, scaled by the weight, and the limits bound the slice; the burst's work
-        // ends it sooner. A slice advances the key by at most the virtual time a whole quantum
-        // takes the heaviest vCPU, whatever the weight: a whole quantum at a weight of 0.04
-        // pCPU beside whole-pCPU vCPUs would put the vCPU 1.25 s of virtual time ahead, and the
-        // CPU it took then stands as credit of the heavier vCPUs, which wakers owed only
-        // `max_lag_ns` cannot pass (see the module's header). A
-        // co-scheduled vCPU keeps the whole quantum: its VM runs in gangs, and shorter slices
-        // broke them up (relaxed-3x: a 3-vCPU VM got 0.81 of its 1.26 pCPU).
+        // the quantum, scaled by the weight (why: the module's header), and the limits bound
+        // the slice; the burst's work ends it sooner. A co-scheduled vCPU keeps the whole
+        // quantum: its VM runs in gangs, and shorter slices broke them up (relaxed-3x: a 3-vCPU
+        // VM got 0.81 of its 1.26 pCPU).
         let q_ns = self.params.quantum_ns;
         let mut slice = if vc.cosched { q_ns } else { weighted_slice(vc.weight, self.slice_per_weight, q_ns) };
         if vc.limited | vc.cosched {
