@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Iterator, Optional
 
 from vmtwin import units as _units
 from vmtwin.exceptions import ScenarioError, scenario_error
-from vmtwin.scenario.limits import limit_errors
+from vmtwin.scenario.limits import SCHEDULER_DURATIONS_MAY_BE_ZERO, limit_errors, scheduler_durations
 
 #: vCPUs per VM the engine accepts, vSphere 8.0's maximum (``MAX_VCPUS_PER_VM`` in the engine).
 MAX_VCPUS_PER_VM = 768
@@ -39,8 +39,8 @@ def _semantic_errors(sc: Scenario) -> Iterator[ScenarioError]:
         yield scenario_error("host.core_mhz", "0MHz", "a positive frequency, e.g. '2600MHz'")
     if h.memory == 0:
         yield scenario_error("host.memory", "0B", "a positive size, e.g. '64GB'")
-    for field in ("quantum", "entitlement_interval", "limit_burst", "limit_min_slice", "max_lag", "max_debt"):
-        if getattr(sc.cpu_scheduler, field) == 0:
+    for field in scheduler_durations():
+        if field not in SCHEDULER_DURATIONS_MAY_BE_ZERO and getattr(sc.cpu_scheduler, field) == 0:
             yield scenario_error(f"cpu_scheduler.{field}", "0ns", "a positive duration")
     # Before anything per VM: a billion VMs or a 1 ns sample is refused before it costs anything.
     yield from limit_errors(sc)

@@ -25,9 +25,10 @@ valid scenario exceeds; loading a scenario reports them as :class:`ScenarioWarni
 
 from __future__ import annotations
 
+import functools
 import warnings
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Iterator, Optional
 
 from vmtwin import units as _units
 from vmtwin.exceptions import ScenarioError, scenario_error
@@ -69,6 +70,25 @@ MIN_LIMIT_MIN_SLICE_NS = 100_000
 #: Shortest workload burst: 100 us. Each burst is two events per vCPU; at 100 us a vCPU makes
 #: at most 20,000 events per simulated second.
 MIN_BURST_NS = 100_000
+
+# -- the cpu_scheduler durations ------------------------------------------------------------
+# One table for every duration of the cpu_scheduler section. Which keys are durations is read
+# from the model (:func:`scheduler_durations`); every one is capped at MAX_TIME_NS, must be
+# positive unless it is a margin or cost that 0 switches off, and some have a floor.
+
+#: cpu_scheduler durations for which 0 means "none": a preemption margin, the co-start skew, the
+#: migration costs. Every other duration must be positive.
+SCHEDULER_DURATIONS_MAY_BE_ZERO = frozenset({
+    "wake_preempt_margin", "cosched_costart_skew", "migrate_cost_core", "migrate_cost_llc", "migrate_cost_node",
+})
+#: Floors of cpu_scheduler durations: key -> (floor in ns, what it protects; shown to the user).
+SCHEDULER_FLOORS = {
+    "quantum": (MIN_QUANTUM_NS, "scheduling events grow as 1/quantum per pCPU; ESX's quantum is 50ms"),
+    "entitlement_interval": (MIN_ENTITLEMENT_INTERVAL_NS,
+                             "each recomputation walks every pool and VM; ESX recomputes about once a second"),
+    "limit_burst": (MIN_LIMIT_BURST_NS, "a shallower token bucket makes an event per refill"),
+    "limit_min_slice": (MIN_LIMIT_MIN_SLICE_NS, "a throttled VM makes two events per turn per vCPU"),
+}
 
 # -- affordable: ceilings -------------------------------------------------------------------
 
@@ -139,14 +159,22 @@ def _too_long(path: str, ns: int) -> ScenarioError:
                                           "wraps after 584 years, and intervals are added to times)")
 
 
+@functools.cache
+def scheduler_durations() -> tuple[str, ...]:
+    """The keys of the cpu_scheduler section that are durations, in the model's order."""
+    from vmtwin.scenario.fields import Nanos
+    from vmtwin.scenario.models import CpuScheduler
+
+    return tuple(k for k, f in CpuScheduler.model_fields.items() if f.annotation == Optional[Nanos])
+
+
 def _time_fields(sc: Scenario) -> Iterator[tuple[str, int]]:
     """Every time and interval of the scenario, with its YAML path (VM entries, not expansions)."""
     from vmtwin.scenario.models import CpuBound, TraceWorkload
 
     yield "duration", sc.duration
     yield "sample_interval", sc.sample_interval
-    for key in ("quantum", "entitlement_interval", "limit_burst", "limit_min_slice", "wake_preempt_margin", "max_lag",
-                "max_debt", "cosched_skew_threshold", "cosched_costart_skew"):
+    for key in scheduler_durations():
         value = getattr(sc.cpu_scheduler, key)
         if value is not None:
             yield f"cpu_scheduler.{key}", value
@@ -192,15 +220,9 @@ def limit_errors(sc: Scenario) -> Iterator[ScenarioError]:
     floors = [
         ("sample_interval", sc.sample_interval, MIN_SAMPLE_INTERVAL_NS,
          "rows grow as 1/interval, and a shorter sample sees a single 50 ms quantum; esxtop's minimum is 2s"),
-        ("cpu_scheduler.quantum", sc.cpu_scheduler.quantum, MIN_QUANTUM_NS,
-         "scheduling events grow as 1/quantum per pCPU; ESX's quantum is 50ms"),
-        ("cpu_scheduler.entitlement_interval", sc.cpu_scheduler.entitlement_interval, MIN_ENTITLEMENT_INTERVAL_NS,
-         "each recomputation walks every pool and VM; ESX recomputes about once a second"),
-        ("cpu_scheduler.limit_burst", sc.cpu_scheduler.limit_burst, MIN_LIMIT_BURST_NS,
-         "a shallower token bucket makes an event per refill"),
-        ("cpu_scheduler.limit_min_slice", sc.cpu_scheduler.limit_min_slice, MIN_LIMIT_MIN_SLICE_NS,
-         "a throttled VM makes two events per turn per vCPU"),
     ]
+    floors += [(f"cpu_scheduler.{key}", getattr(sc.cpu_scheduler, key), floor, why)
+               for key, (floor, why) in SCHEDULER_FLOORS.items()]
     for i, vm in enumerate(sc.vms):
         w = vm.workload
         if isinstance(w, (CpuBound, TraceWorkload)):

@@ -4,6 +4,7 @@ import importlib.util
 from pathlib import Path
 
 import vmtwin
+from vmtwin.scenario.models import CpuScheduler
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -22,8 +23,7 @@ def test_parameters_page_is_up_to_date():
 
 def test_parameters_page_lists_every_scheduler_tunable_with_a_default():
     text = (ROOT / "docs" / "reference" / "parameters.md").read_text()
-    for key in ["quantum", "entitlement_interval", "limit_burst", "limit_min_slice", "wake_preempt_margin", "max_lag",
-                "demand_ewma_weight"]:
+    for key in CpuScheduler.model_fields:
         row = next((line for line in text.splitlines() if line.startswith(f"| `{key}` |")), None)
         assert row is not None, key
         assert "Default" in row

@@ -25,13 +25,8 @@ def load(text: str):
         return parse_scenario(text)
 
 
-@pytest.mark.parametrize("field, floor", [
-    ("sample_interval", limits.MIN_SAMPLE_INTERVAL_NS),
-    ("cpu_scheduler.quantum", limits.MIN_QUANTUM_NS),
-    ("cpu_scheduler.entitlement_interval", limits.MIN_ENTITLEMENT_INTERVAL_NS),
-    ("cpu_scheduler.limit_burst", limits.MIN_LIMIT_BURST_NS),
-    ("cpu_scheduler.limit_min_slice", limits.MIN_LIMIT_MIN_SLICE_NS),
-])
+@pytest.mark.parametrize("field, floor", [("sample_interval", limits.MIN_SAMPLE_INTERVAL_NS)] + [
+    (f"cpu_scheduler.{key}", floor) for key, (floor, _) in limits.SCHEDULER_FLOORS.items()])
 def test_floors_are_exact(field, floor):
     def text(ns):
         if field.startswith("cpu_scheduler."):
@@ -41,6 +36,29 @@ def test_floors_are_exact(field, floor):
     load(text(floor))
     with pytest.raises(ScenarioError, match=f"^{field}: got '{units.format_duration(floor - 1)}'; allowed: at least"):
         load(text(floor - 1))
+
+
+def test_the_scheduler_durations_are_read_from_the_model():
+    keys = limits.scheduler_durations()
+    # the first and the last duration of the section, and none of its numbers or switches
+    assert {"quantum", "limit_min_slice", "numa_rebalance_period", "cell_rebalance_period"} <= set(keys)
+    assert not {"demand_ewma_weight", "cell_size", "extended_fairness"} & set(keys)
+    assert limits.SCHEDULER_DURATIONS_MAY_BE_ZERO <= set(keys)
+    assert set(limits.SCHEDULER_FLOORS) <= set(keys)
+
+
+@pytest.mark.parametrize("key", limits.scheduler_durations())
+def test_every_scheduler_duration_is_positive_or_may_be_zero_and_is_capped(key):
+    def text(value):
+        return HOST + VM + f"cpu_scheduler: {{{key}: {value}}}\n"
+
+    if key in limits.SCHEDULER_DURATIONS_MAY_BE_ZERO:
+        load(text("0s"))
+    else:
+        with pytest.raises(ScenarioError, match=f"^cpu_scheduler.{key}: got '0ns'; allowed: a positive duration"):
+            load(text("0s"))
+    with pytest.raises(ScenarioError, match=f"^cpu_scheduler.{key}: got .*; allowed: at most 876600h \\(100 years"):
+        load(text(f"{limits.MAX_TIME_NS + 1}ns"))
 
 
 def test_burst_floor_is_exact():
