@@ -80,8 +80,8 @@
 //! runnable (running, ready or costop)"), and is released with the key it was co-stopped with
 //! (its lag bounded by `max_lag_ns`, as every lag is): held back by its siblings' skew, not
 //! idle, it is owed the CPU it misses, so a VM whose threads do not synchronise keeps its
-//! max-min allocation (without this, a held vCPU's share went to other VMs: session 19's try
-//! under relaxed-3x; strict and relaxed-4x kept them out until session 24).
+//! max-min allocation (without this, a held vCPU's share goes to other VMs; docs/cosched.md
+//! has the history).
 //!
 //! Choices not in the paper ([R]): only a READY sibling's skew triggers a co-stop (one held by
 //! a limit or blocked in WAIT cannot be co-started, and waiting for it would stop the VM at

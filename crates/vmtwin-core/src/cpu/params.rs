@@ -153,7 +153,7 @@ pub struct CpuSchedParams {
     /// Algorithmica 1988 [X]); the rule of research/cpu.md A6.0, "the benefit of the migration
     /// outweighs the cost", with the benefit a wait saved. Linux keeps a task that ran within
     /// `sched_migration_cost` (500 us) from being pulled the same way [X]. Default 0 (a free
-    /// pCPU pulls at once, as before the switch): measured ([R], session 21, bench-cpu160 1 min
+    /// pCPU pulls at once, as before the switch): measured ([R], bench-cpu160 1 min
     /// with the execution-speed model), 1 cuts moves to another node from 25.6% to 21.0% of
     /// dispatches and refill cycles by 14%, for 0.8-1.3% more work, but moves of any kind rise
     /// from 69.5% to 73.8% and the simulator runs 13% more instructions (docs/cpu-scheduler.md).
