@@ -6,9 +6,7 @@
 //! key on the host" an O(1) read, maintained in O(log pCPUs) whenever a queue's head changes.
 //! Keys are finite `f64` virtual times (negative ones too: the fair clock is rebased to zero),
 //! compared through an order-preserving map of their bit patterns; ties go to the earlier
-//! enqueue (`seq`). A long queue (dozens of vCPUs per pCPU, as on a host of 1,024 VMs) keeps
-//! only its lowest entries sorted and the others in a heap (`RunQueue`), so that an insert
-//! behind most of the queue does not move most of it.
+//! enqueue (`seq`).
 //!
 //! # Tunables
 //! None.
@@ -19,9 +17,6 @@
 //! # Known gaps
 //! - The tree answers "lowest key in this LLC / node" in O(1) only when the group is an aligned
 //!   power of two of pCPUs; other groups are scanned head by head.
-
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 
 /// A float's bits mapped so that unsigned order is numeric order: flip every bit of a negative
 /// number, only the sign bit of a positive one.
@@ -69,7 +64,7 @@ fn key_of(packed: u128) -> f64 {
 }
 
 /// Longest run queue that [`RunQueue::push`] inserts into by compare-exchanges from the end
-/// rather than through [`RunQueue::push_long`]: about as many instructions at 8 entries
+/// rather than by a search and a move ([`RunQueue::push_long`]): about as many instructions at 8 entries
 /// (bench-64vm's queues hold 1.5 vCPUs on average at an insert, bench-1024vm's 60).
 const SHORT_QUEUE: usize = 8;
 
@@ -77,43 +72,12 @@ const SHORT_QUEUE: usize = 8;
 /// long queue's length (bench-1024vm's 60), so both rounds are about as long.
 const GROUP: usize = 8;
 
-/// Length at which a sorted queue is split into its lowest [`LOW`] entries and the rest
-/// ([`RunQueue::push_long`]). Chosen: below it a sorted insert moves at most a few lines.
-const SPLIT_AT: usize = 32;
-
-/// Entries a split queue keeps sorted after a split or a refill ([`RunQueue::refill`]): the
-/// pops between two refills. Chosen: 24 and 32 took 0.2-0.3% fewer instructions on
-/// bench-1024vm's first minute, with longer moves in `sorted`.
-const LOW: usize = 16;
-
-/// Most entries a split queue keeps sorted: an insert below its highest one beyond this moves
-/// that entry to the rest, so that sorted inserts stay short.
-const LOW_MAX: usize = 2 * LOW;
-
-/// Ready vCPUs of one pCPU, lowest key last. Queues are short (a few vCPUs per pCPU even on an
-/// overcommitted host), where a sorted vector beats a heap: popping the head is a truncation
-/// and an insert moves a handful of 16-byte entries. A long queue (bench-1024vm's hold about
-/// 60) is split: `sorted` keeps its lowest entries, `rest` the others in a binary min-heap. An
-/// insert above all of `sorted` (most of them: a vCPU that has just run goes behind the others)
-/// is then a heap push, which for a high key stops after a compare or two, instead of a move
-/// of most of the queue; when `sorted` runs out the lowest [`LOW`] of `rest` are popped into
-/// it. Pops take the same entry as a single sorted vector would: every entry of `rest` is
-/// above every entry of `sorted`, and entries are unique (`seq`).
-#[derive(Debug, Clone)]
+/// Ready vCPUs of one pCPU, kept sorted with the lowest key last. Queues are short (a few
+/// vCPUs per pCPU even on an overcommitted host), where a sorted vector beats a heap: popping
+/// the head is a truncation and an insert moves a handful of 16-byte entries.
+#[derive(Debug, Default, Clone)]
 pub struct RunQueue {
-    /// the lowest entries, descending (the head last); not empty while `rest` is not
     sorted: Vec<u128>,
-    /// the entries above all of `sorted`'s, a min-heap; empty unless the queue was split
-    rest: BinaryHeap<Reverse<u128>>,
-    /// longest `sorted` that [`Self::push`] inserts into itself: [`SHORT_QUEUE`], or 0 while
-    /// `rest` holds entries (every insert then chooses between the two in `push_long`)
-    short_max: usize,
-}
-
-impl Default for RunQueue {
-    fn default() -> Self {
-        RunQueue { sorted: Vec::new(), rest: BinaryHeap::new(), short_max: SHORT_QUEUE }
-    }
 }
 
 impl RunQueue {
@@ -122,7 +86,7 @@ impl RunQueue {
     pub fn push(&mut self, key: f64, seq: u64, vcpu: u32) {
         let e = pack(key, seq, vcpu);
         let n = self.sorted.len();
-        if n > self.short_max {
+        if n > SHORT_QUEUE {
             self.push_long(e);
             return;
         }
@@ -140,56 +104,20 @@ impl RunQueue {
         }
     }
 
-    /// [`Self::push`] into a queue of more than [`SHORT_QUEUE`] sorted entries, or a split one.
-    /// Split: above all of `sorted`, an append to `rest`; else a sorted insert, and beyond
-    /// [`LOW_MAX`] sorted entries the highest moves to `rest`. Not split: the insertion point
-    /// (descending order: after every larger entry) is the count of larger entries, counted
-    /// in two rounds of independent compares (each group's last entry, then the group it
-    /// falls in) rather than by a binary search, whose probes form a chain of dependent loads
-    /// from a queue mostly out of L1; at [`SPLIT_AT`] entries the queue is split. Cold and not
-    /// inlined: the short queues' path keeps its own code and its place (bench-64vm's queues
-    /// are short).
+    /// [`Self::push`] into a queue of more than [`SHORT_QUEUE`] entries: the insertion point
+    /// (descending order: after every larger entry) is the count of larger entries, counted in
+    /// two rounds of independent compares (each group's last entry, then the group it falls
+    /// in) rather than by a binary search, whose probes form a chain of dependent loads from a
+    /// queue mostly out of L1. Cold and not inlined: the short queues' path keeps its own code
+    /// and its place (bench-64vm's queues are short).
     #[cold]
     #[inline(never)]
     fn push_long(&mut self, e: u128) {
-        if !self.rest.is_empty() {
-            if e > self.sorted[0] {
-                self.rest.push(Reverse(e));
-                return;
-            }
-            let at = self.sorted.partition_point(|&x| x > e);
-            self.sorted.insert(at, e);
-            if self.sorted.len() > LOW_MAX {
-                let top = self.sorted.remove(0);
-                self.rest.push(Reverse(top));
-            }
-            return;
-        }
         let s = &self.sorted[..];
         let whole: usize = s[GROUP - 1..].iter().step_by(GROUP).map(|&x| usize::from(x > e)).sum();
         let lo = whole * GROUP;
         let at = lo + s[lo..(lo + GROUP).min(s.len())].iter().map(|&x| usize::from(x > e)).sum::<usize>();
         self.sorted.insert(at, e);
-        let n = self.sorted.len();
-        if n >= SPLIT_AT {
-            self.rest.extend(self.sorted.drain(..n - LOW).map(Reverse));
-            self.short_max = 0;
-        }
-    }
-
-    /// `sorted` has run out while `rest` has not: the lowest [`LOW`] entries of `rest` (all
-    /// of them if that is all) popped into `sorted`, lowest last.
-    #[cold]
-    #[inline(never)]
-    fn refill(&mut self) {
-        let k = LOW.min(self.rest.len());
-        self.sorted.resize(k, 0);
-        for slot in self.sorted.iter_mut().rev() {
-            *slot = self.rest.pop().expect("k entries").0;
-        }
-        if self.rest.is_empty() {
-            self.short_max = SHORT_QUEUE;
-        }
     }
 
     /// The head, packed, for comparing queues without removing anything.
@@ -198,29 +126,10 @@ impl RunQueue {
         self.sorted.last().copied()
     }
 
-    /// Remove the head and return its vCPU. A split queue whose `sorted` this empties must be
-    /// refilled before its head is read again ([`QueueSet::pop`] does, through `refresh`).
+    /// Remove the head and return its vCPU.
     #[inline]
     pub fn pop(&mut self) -> Option<u32> {
         self.sorted.pop().map(id_of)
-    }
-
-    /// The head after a change, packed with `id`, or [`NO_HEAD`]; refills an emptied `sorted`.
-    #[inline(always)]
-    fn head_or_refill(&mut self, id: u32) -> u128 {
-        match self.sorted.last() {
-            Some(&h) => with_id(h, id),
-            None if self.rest.is_empty() => NO_HEAD,
-            None => {
-                self.refill();
-                self.head().map_or(NO_HEAD, |h| with_id(h, id))
-            }
-        }
-    }
-
-    /// Every entry, in no order (for scans and rekeying).
-    fn entries(&self) -> impl Iterator<Item = &u128> {
-        self.sorted.iter().chain(self.rest.iter().map(|r| &r.0))
     }
 }
 
@@ -271,25 +180,18 @@ impl QueueSet {
     /// whichever queue holds it; false if no queue does. A scan of every queue: only
     /// co-scheduling's entries left behind by a VM-wide co-stop are dropped this way.
     pub fn remove_first_of(&mut self, vcpu: u32) -> bool {
-        let mut found: Option<(u128, usize)> = None;
+        let mut found: Option<(u128, usize, usize)> = None;
         for (p, q) in self.queues.iter().enumerate() {
-            if let Some(&e) = q.entries().filter(|&&e| id_of(e) == vcpu).min() {
-                if found.is_none_or(|(f, _)| e < f) {
-                    found = Some((e, p));
+            // descending order: the last entry naming `vcpu` is its first to be popped
+            if let Some(i) = q.sorted.iter().rposition(|&e| id_of(e) == vcpu) {
+                let e = q.sorted[i];
+                if found.is_none_or(|(f, _, _)| e < f) {
+                    found = Some((e, p, i));
                 }
             }
         }
-        let Some((e, p)) = found else { return false };
-        let q = &mut self.queues[p];
-        if let Some(i) = q.sorted.iter().position(|&x| x == e) {
-            q.sorted.remove(i);
-        } else {
-            // a heap has no removal: rebuilt without it (a rare path, see above)
-            q.rest.retain(|x| x.0 != e);
-            if q.rest.is_empty() {
-                q.short_max = SHORT_QUEUE;
-            }
-        }
+        let Some((_, p, i)) = found else { return false };
+        self.queues[p].sorted.remove(i);
         self.len -= 1;
         self.refresh(p as u32);
         true
@@ -342,27 +244,12 @@ impl QueueSet {
     /// order (for ties), and rebuild the tree: one sort per queue instead of a re-insert per
     /// vCPU.
     pub fn rekey(&mut self, key: impl Fn(u32) -> f64) {
-        let rekeyed = |e: u128| (u128::from(ordered_bits(key(id_of(e)))) << 64) | (e & u128::from(u64::MAX));
         for q in &mut self.queues {
             for e in &mut q.sorted {
-                *e = rekeyed(*e);
+                let v = id_of(*e);
+                *e = (u128::from(ordered_bits(key(v))) << 64) | (*e & u128::from(u64::MAX));
             }
-            // nearly sorted still (rescaling keeps most orders): the sort finds long runs
             q.sorted.sort_unstable_by(|a, b| b.cmp(a));
-            if !q.rest.is_empty() {
-                let mut rest = std::mem::take(&mut q.rest).into_vec();
-                for e in &mut rest {
-                    e.0 = rekeyed(e.0);
-                }
-                q.rest = BinaryHeap::from(rest);
-                // a split that the new keys no longer respect is joined (and sorted) again; the
-                // next long insert splits it anew
-                if q.sorted.is_empty() || q.rest.peek().is_some_and(|r| r.0 < q.sorted[0]) {
-                    q.sorted.extend(q.rest.drain().map(|r| r.0));
-                    q.sorted.sort_unstable_by(|a, b| b.cmp(a));
-                    q.short_max = SHORT_QUEUE;
-                }
-            }
         }
         for p in 0..self.queues.len() {
             self.tree[self.leaves + p] = self.queues[p].head().map_or(NO_HEAD, |h| with_id(h, p as u32));
@@ -379,10 +266,10 @@ impl QueueSet {
     }
 
     /// Re-read queue `p`'s head and fix its ancestors, every level up to the root
-    /// (`sim::tree`). Always inlined: a call in every push and pop of the short queues.
-    #[inline(always)]
+    /// (`sim::tree`).
+    #[inline]
     fn refresh(&mut self, p: u32) {
-        let m = self.queues[p as usize].head_or_refill(p);
+        let m = self.queues[p as usize].head().map_or(NO_HEAD, |h| with_id(h, p));
         crate::sim::tree::set_leaf(&mut self.tree, self.leaves + p as usize, m);
     }
 }
@@ -511,62 +398,6 @@ mod tests {
             assert_eq!(qs.pop(0), Some(model.remove(0).2));
         }
         assert_eq!(qs.pop(0), None);
-    }
-
-    /// Split queues through rekeys that keep the order, reverse part of it and scramble it,
-    /// pushes and pops between them, against a model sorted by (key, enqueue order).
-    #[test]
-    fn split_queues_rekey_and_pop_in_order() {
-        let mut qs = QueueSet::new(2);
-        let mut keys: Vec<f64> = Vec::new();
-        let mut model: Vec<Vec<(u64, u64, u32)>> = vec![Vec::new(), Vec::new()];
-        let mut x = 987654321u64;
-        let mut rnd = |n: u64| {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (x >> 33) % n
-        };
-        let mut seq = 0u64;
-        for round in 0..6 {
-            for _ in 0..300 {
-                let p = rnd(2) as usize;
-                if rnd(10) < 7 || model[p].is_empty() {
-                    seq += 1;
-                    let v = keys.len() as u32;
-                    keys.push(rnd(1000) as f64);
-                    qs.push(p as u32, keys[v as usize], seq, v);
-                    model[p].push((keys[v as usize].to_bits(), seq, v));
-                } else {
-                    model[p].sort_unstable_by(|a, b| f64::from_bits(a.0).total_cmp(&f64::from_bits(b.0)).then(a.1.cmp(&b.1)));
-                    let want = model[p].remove(0);
-                    assert_eq!(qs.pop(p as u32), Some(want.2));
-                }
-            }
-            // new keys: the same order, then half of it reversed, then scrambled
-            for (v, k) in keys.iter_mut().enumerate() {
-                *k = match round % 3 {
-                    0 => *k * 2.0 + 1.0,
-                    1 if v % 2 == 0 => -*k,
-                    1 => *k,
-                    _ => ((v as u64 * 7919) % 613) as f64,
-                };
-            }
-            let ks = keys.clone();
-            qs.rekey(|v| ks[v as usize]);
-            for m in &mut model {
-                for e in m.iter_mut() {
-                    e.0 = keys[e.2 as usize].to_bits();
-                }
-            }
-        }
-        assert!(model.iter().all(|m| m.len() > SPLIT_AT), "both queues split: {:?}", model.iter().map(Vec::len).collect::<Vec<_>>());
-        for p in 0..2 {
-            let m = &mut model[p];
-            m.sort_unstable_by(|a, b| f64::from_bits(a.0).total_cmp(&f64::from_bits(b.0)).then(a.1.cmp(&b.1)));
-            for e in m.iter() {
-                assert_eq!(qs.pop(p as u32), Some(e.2));
-            }
-            assert_eq!(qs.pop(p as u32), None);
-        }
     }
 
     #[test]
