@@ -144,7 +144,7 @@ use super::limit::{TokenBucket, LIMIT_BORROW_NS};
 use super::params::CpuSchedParams;
 use super::runqueue::QueueSet;
 use crate::hw::Topology;
-use crate::sim::{ceil_f, max_f, min_f, ns_f, Event, EventQueue, Time};
+use crate::sim::{ceil_f, max_f, min_f, ns_f, trunc_i64, Event, EventQueue, Time};
 use std::sync::atomic::Ordering::Relaxed;
 
 /// Power of the waiting share in the demand estimate (`update_demand`): held time counts as
@@ -1612,7 +1612,7 @@ impl CpuSched {
                 }
             }
             let whole = ceil_f(least);
-            slice = max_f(whole, 1.0) as i64 as Time;
+            slice = trunc_i64(max_f(whole, 1.0)) as Time;
         }
         if vc.cosched {
             self.touched(v, now);

@@ -248,15 +248,19 @@ impl Workload {
         let Workload::CpuBound { burst_ns, gap_ns, dist, .. } = self else {
             unreachable!("open loop is a cpu_bound workload")
         };
+        // the stream and the next arrival in locals, written back once: in `g` they were stored
+        // at every arrival (the draws' rare slow paths call `exp` and `ln`)
+        let (mut rng, mut next) = (g.rng.clone(), g.next_arrival);
         let mut work: Time = 0;
-        while g.next_arrival <= t {
-            work += draw(*burst_ns, *dist, &mut g.rng).max(1);
-            g.next_arrival += draw(*gap_ns, *dist, &mut g.rng).max(1);
+        while next <= t {
+            work += draw(*burst_ns, *dist, &mut rng).max(1);
+            next += draw(*gap_ns, *dist, &mut rng).max(1);
         }
+        (g.rng, g.next_arrival) = (rng, next);
         if work > 0 {
             Next::Work(work)
         } else {
-            Next::Halt(g.next_arrival - t)
+            Next::Halt(next - t)
         }
     }
 

@@ -22,26 +22,33 @@ pub const NS_PER_MS: Time = 1_000 * NS_PER_US;
 /// Nanoseconds in one second.
 pub const NS_PER_S: Time = 1_000 * NS_PER_MS;
 
-/// A non-negative duration in (fractional) nanoseconds, rounded half up to a [`Time`].
-/// (`f64::round` is a libm call on baseline x86-64, and a float to `u64` conversion several
-/// instructions.) On x86-64 this is an add and one truncating `cvttsd2si`: Rust's `as i64`
-/// adds four more to saturate, and a workload's exponential draws convert two per arrival
-/// (about 0.6% of bench-mixed's instructions). Simulated times stay far below 2^63 ns (292
-/// years), where the two agree; past it, or for NaN, the bare instruction gives 2^63, which
-/// `as` would have saturated to 2^63 - 1 (0 for NaN).
-#[inline]
-pub fn ns(x: f64) -> Time {
-    debug_assert!(x >= 0.0);
+/// `x` truncated toward zero, for `x` within (-2^63, 2^63), where it equals `x as i64`. On
+/// x86-64 this is one `cvttsd2si`: `as i64` adds four instructions to saturate, and the
+/// conversions of exponential draws, slices and limit turns are on hot paths (a workload
+/// converts two draws per arrival: 0.6% of bench-mixed's instructions). Out of that range, or
+/// for NaN, it gives `i64::MIN` where `as` would saturate (0 for NaN).
+#[inline(always)]
+pub fn trunc_i64(x: f64) -> i64 {
     #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
     {
         use std::arch::x86_64::{_mm_cvttsd_si64, _mm_set_sd};
         // SAFETY: the target has SSE2 (checked by the `cfg`), all these two need
-        unsafe { _mm_cvttsd_si64(_mm_set_sd(x + 0.5)) as Time }
+        unsafe { _mm_cvttsd_si64(_mm_set_sd(x)) }
     }
     #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
     {
-        (x + 0.5) as i64 as Time
+        x as i64
     }
+}
+
+/// A non-negative duration in (fractional) nanoseconds, rounded half up to a [`Time`].
+/// (`f64::round` is a libm call on baseline x86-64, and a float to `u64` conversion several
+/// instructions; through [`trunc_i64`] this is two. Simulated times stay far below 2^63 ns,
+/// 292 years: past it, or for NaN, this gives 2^63.)
+#[inline]
+pub fn ns(x: f64) -> Time {
+    debug_assert!(x >= 0.0);
+    trunc_i64(x + 0.5) as Time
 }
 
 /// A time as a float of nanoseconds, through `i64` (one instruction on x86-64, where `u64` takes several).
@@ -78,12 +85,12 @@ const F64_INTEGRAL_FROM: f64 = 4_503_599_627_370_496.0;
 /// `x.ceil()` without the libm call `f64::ceil` compiles to on the baseline x86-64 target (no
 /// SSE4.1; ~20 instructions and a call, on the limits' hot path). The same value for every `x`
 /// but the sign of a zero result (`(-0.5).ceil()` is -0.0, this 0.0): below 2^52 in magnitude
-/// `x as i64` truncates it exactly, and from there on every `f64` is an integer (as are the
+/// [`trunc_i64`] truncates it exactly, and from there on every `f64` is an integer (as are the
 /// infinities; NaN fails the test and comes back as NaN).
 #[inline(always)]
 pub fn ceil_f(x: f64) -> f64 {
     if x.abs() < F64_INTEGRAL_FROM {
-        let t = x as i64 as f64;
+        let t = trunc_i64(x) as f64;
         t + f64::from(u8::from(t < x))
     } else {
         x
