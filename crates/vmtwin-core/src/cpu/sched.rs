@@ -168,22 +168,39 @@ const MIN_WEIGHT: f64 = 1e-9;
 /// slices than the smallest quantum does.
 const MIN_SLICE_NS: Time = 1_000_000;
 
-/// The quantum `q_ns` scaled by `weight` at `per_weight` ns of slice per pCPU of weight, kept
-/// between [`MIN_SLICE_NS`] (or the quantum, if shorter) and the quantum: the product truncated
-/// to whole ns and clamped. Compared in floats first, so that a vCPU as heavy as the heaviest
-/// (most of them) takes one comparison and no float-to-u64 conversion at every slice start.
+/// The bounds of a weighted slice (`weighted_slice`): the quantum and [`MIN_SLICE_NS`] (or the
+/// quantum, if shorter), as ns and as floats. Fixed by the parameters, so kept rather than
+/// converted again at every slice start.
+#[derive(Clone, Copy, Debug)]
+struct SliceRange {
+    q_ns: Time,
+    lo: Time,
+    q_f: f64,
+    lo_f: f64,
+}
+
+impl SliceRange {
+    fn new(q_ns: Time) -> Self {
+        let lo = MIN_SLICE_NS.min(q_ns);
+        SliceRange { q_ns, lo, q_f: ns_f(q_ns), lo_f: ns_f(lo) }
+    }
+}
+
+/// The quantum scaled by `weight` at `per_weight` ns of slice per pCPU of weight, kept within
+/// `r`: the product truncated to whole ns and clamped. Compared in floats first, so that a
+/// vCPU as heavy as the heaviest (most of them) takes one comparison and no float-to-u64
+/// conversion at every slice start.
 #[inline(always)]
-fn weighted_slice(weight: f64, per_weight: f64, q_ns: Time) -> Time {
+fn weighted_slice(weight: f64, per_weight: f64, r: &SliceRange) -> Time {
     let s = weight * per_weight;
-    let lo = MIN_SLICE_NS.min(q_ns);
-    if s >= ns_f(q_ns) {
-        q_ns
-    } else if s > ns_f(lo) {
+    if s >= r.q_f {
+        r.q_ns
+    } else if s > r.lo_f {
         // SAFETY: `lo < s < q_ns` here (a NaN fails both tests), so `s` is finite and fits an
         // i64: the plain `as` adds a saturating check of no use (several instructions a start)
         unsafe { s.to_int_unchecked::<i64>() as Time }
     } else {
-        lo
+        r.lo
     }
 }
 
@@ -617,6 +634,8 @@ pub struct CpuSched {
     /// ns of slice per pCPU of weight: the quantum over the heaviest vCPU's weight (at most a
     /// pCPU), so that every slice spans the same virtual time (`start`, `set_weights`)
     slice_per_weight: f64,
+    /// the quantum and the shortest slice, for `weighted_slice`
+    slice_range: SliceRange,
     /// per pCPU, busy ns at the last load-share update
     busy_mark: Vec<u64>,
     /// per VM, its home node or NONE
@@ -755,6 +774,7 @@ impl CpuSched {
             waits: move_wait[1..].iter().any(|&w| w > 0),
             local_pull,
             slice_per_weight: params.quantum_ns as f64,
+            slice_range: SliceRange::new(params.quantum_ns),
             busy_mark: vec![0; n],
             vm_home: vec![NONE; vcpus_per_vm.len()],
             node_vcpus: vec![0; node_count],
@@ -1564,7 +1584,7 @@ impl CpuSched {
         // quantum: its VM runs in gangs, and shorter slices broke them up (relaxed-3x: a 3-vCPU
         // VM got 0.81 of its 1.26 pCPU).
         let q_ns = self.params.quantum_ns;
-        let mut slice = if vc.cosched { q_ns } else { weighted_slice(vc.weight, self.slice_per_weight, q_ns) };
+        let mut slice = if vc.cosched { q_ns } else { weighted_slice(vc.weight, self.slice_per_weight, &self.slice_range) };
         if vc.limited | vc.cosched {
             slice = self.start_bound(v, slice, now);
         }
