@@ -1599,12 +1599,11 @@ impl CpuSched {
         pc.run_alloc = run_alloc;
         pc.run_vm = run_vm;
         pc.dispatches += 1;
-        let mut at = now + slice.min(work);
-        if self.ht.on {
-            at = self.ht_slice_end(p, v, slice, now);
-        }
+        // one read of the flag: the call on the hyperthreaded path made it read twice
+        let ht = self.ht.on;
+        let at = if ht { self.ht_slice_end(p, v, slice, now) } else { now + slice.min(work) };
         q.set_timer(p, at, Event::SliceEnd { pcpu: p });
-        if self.ht.on {
+        if ht {
             self.ht_after_start(p, v, now, q);
         }
     }
