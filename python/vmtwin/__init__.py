@@ -19,8 +19,12 @@ Errors: :class:`VmtwinError`, :class:`ScenarioError`, :class:`AdmissionControlEr
 :class:`SimulationError`.
 """
 
-from vmtwin._core import __version__
-from vmtwin.exceptions import AdmissionControlError, ScenarioError, SimulationError, VmtwinError
+from vmtwin import _startup
+
+_startup.install()  # before the native module loads: Ctrl-C in the command's start-up prints no traceback
+
+from vmtwin._core import __version__  # noqa: E402
+from vmtwin.exceptions import AdmissionControlError, ScenarioError, SimulationError, VmtwinError  # noqa: E402
 
 # The rest loads on first use (PEP 562): ``import vmtwin`` stays a few milliseconds, so the
 # ``vmtwin`` command reaches its Ctrl-C handling before numpy, pyarrow and pydantic load.

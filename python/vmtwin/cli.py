@@ -13,25 +13,13 @@ import os
 import signal
 import sys
 
-INTERRUPTED = 130
+from vmtwin._startup import INTERRUPTED, started_as_command as _started_as_command
+from vmtwin._startup import exit_interrupted as _exit_interrupted, install as _install_start_up_handler
 
-
-def _exit_interrupted(signum, frame) -> None:  # pragma: no cover - exercised in a subprocess
-    """SIGINT while nothing has been written yet (start-up, shut-down): say so and leave."""
-    os.write(2, b"interrupted\n")
-    os._exit(INTERRUPTED)
-
-
-def _started_as_command() -> bool:
-    """True when this process is the ``vmtwin`` command (not a library or test importing us)."""
-    argv0 = os.path.basename(sys.argv[0]) if sys.argv else ""
-    return argv0 in ("vmtwin", "vmtwin.exe") or argv0 == "cli.py"
-
-
-# As early as this module can: the imports below (rich, and the commands' numpy, pandas,
-# pyarrow, plotly) take about a second, and a Ctrl-C in them must not print a traceback.
-if _started_as_command() and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-    signal.signal(signal.SIGINT, _exit_interrupted)
+# Installed already by the package's first import (vmtwin/_startup.py); again here for
+# ``python cli.py``. The imports below (rich, and the commands' numpy, pandas, pyarrow, plotly)
+# take about a second, and a Ctrl-C in them must not print a traceback.
+_install_start_up_handler()
 
 import argparse  # noqa: E402
 import importlib  # noqa: E402
