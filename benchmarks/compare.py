@@ -26,8 +26,9 @@ import re
 import subprocess
 import sys
 import tempfile
-import warnings
 from pathlib import Path
+
+from run import engine_spec_file  # benchmarks/run.py: this script's folder is on sys.path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -40,19 +41,6 @@ def build(tree: Path, target: Path) -> Path:
     subprocess.run(["cargo", "build", "--quiet", "--release", "-p", "vmtwin-core", "--example", "run_spec"],
                    cwd=tree, env=env, check=True)
     return target / "release" / "examples" / "run_spec"
-
-
-def spec(name: str, minutes: float, out: Path) -> Path:
-    """The engine spec of benchmarks/NAME.yaml with its duration cut to ``minutes``."""
-    from vmtwin.scenario import load_scenario
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        engine = json.loads(load_scenario(HERE / f"{name}.yaml").to_engine_json())
-    engine["duration_ns"] = int(minutes * 60e9)
-    path = out / f"{name}-{minutes:g}m.json"
-    path.write_text(json.dumps(engine))
-    return path
 
 
 def run(binary: Path, spec_path: Path) -> tuple[float, int]:
@@ -97,7 +85,7 @@ def main() -> int:
             print(f"building run_spec at {base_rev} and from this tree ...", flush=True)
             base = build(tmp / "base", tmp / "base-target")
             cand = build(ROOT, ROOT / "target")
-            specs = [spec(name, args.minutes, tmp) for name in names]
+            specs = [engine_spec_file(HERE / f"{name}.yaml", args.minutes, tmp) for name in names]
             results = {}
             for name, path in zip(names, specs):
                 b, c = [], []

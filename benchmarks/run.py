@@ -186,15 +186,26 @@ INSTRUCTION_RUNS = (("bench-64vm", 1), ("bench-64vm", 5), ("bench-1024vm", 1), (
                     ("bench-mixed", 5))
 
 
+def engine_spec_file(scenario: Path, minutes: float, workdir: Path) -> Path:
+    """The engine spec of a scenario file with its duration cut to ``minutes``, written to
+    ``workdir`` as ``<scenario stem>-<minutes>m.json`` (what ``examples/run_spec`` reads)."""
+    import warnings
+
+    from vmtwin.scenario import load_scenario
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # bench-1024vm is beyond vSphere's maximums, knowingly
+        spec = load_scenario(scenario).to_engine_spec()
+    spec["duration_ns"] = int(minutes * NS_PER_MIN)
+    path = workdir / f"{scenario.stem}-{minutes:g}m.json"
+    path.write_text(json.dumps(spec))
+    return path
+
+
 def count_instructions(name: str, minutes: int, workdir: Path) -> dict:
     """Instructions (callgrind's ``I refs``) and events of the engine running benchmark ``name``
     for ``minutes`` simulated minutes."""
-    from vmtwin.scenario import load_scenario
-
-    spec = load_scenario(BENCHMARKS[name].path).to_engine_spec()
-    spec["duration_ns"] = minutes * NS_PER_MIN
-    path = workdir / f"{name}-{minutes}m.json"
-    path.write_text(json.dumps(spec))
+    path = engine_spec_file(BENCHMARKS[name].path, minutes, workdir)
     out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", str(RUN_SPEC), str(path)],
                          capture_output=True, text=True, check=True)
     refs = re.search(r"I\s+refs:\s+([\d,]+)", out.stderr)
