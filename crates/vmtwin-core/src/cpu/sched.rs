@@ -196,9 +196,9 @@ fn weighted_slice(weight: f64, per_weight: f64, r: &SliceRange) -> Time {
     if s >= r.q_f {
         r.q_ns
     } else if s > r.lo_f {
-        // SAFETY: `lo < s < q_ns` here (a NaN fails both tests), so `s` is finite and fits an
-        // i64: the plain `as` adds a saturating check of no use (several instructions a start)
-        unsafe { s.to_int_unchecked::<i64>() as Time }
+        // `lo < s < q_ns` here (a NaN fails both tests), so `s` fits an i64 and the plain
+        // truncation is exact; `as` would add a saturating check of no use
+        trunc_i64(s) as Time
     } else {
         r.lo
     }
