@@ -61,6 +61,24 @@ def test_every_scheduler_duration_is_positive_or_may_be_zero_and_is_capped(key):
         load(text(f"{limits.MAX_TIME_NS + 1}ns"))
 
 
+@pytest.mark.parametrize("key", limits.scheduler_durations())
+def test_the_engine_refuses_exactly_the_zero_durations_the_loader_refuses(key):
+    """The engine checks its own spec (``CpuSchedParams::validate``, a list written in Rust): a
+    spec written by hand or by another tool reaches it without the loader. Both must agree on
+    which durations may be 0."""
+    import json
+
+    from vmtwin import _core
+
+    spec = json.loads(load(HOST + VM).to_engine_json())
+    spec["cpu_sched"] = {f"{key}_ns": 0}
+    if key in limits.SCHEDULER_DURATIONS_MAY_BE_ZERO:
+        _core.Simulation(json.dumps(spec))
+    else:
+        with pytest.raises(ScenarioError, match=f"^cpu_scheduler.{key}: got 0; allowed: a duration > 0"):
+            _core.Simulation(json.dumps(spec))
+
+
 def test_burst_floor_is_exact():
     ok = HOST + f"vms:\n  - {{name: a, workload: {{type: cpu_bound, duty: 0.5, burst: {limits.MIN_BURST_NS}ns}}}}\n"
     load(ok)
