@@ -206,6 +206,10 @@ fn vcpu_row(c: &mut impl Cells, t: f64, vm: u32, idx: u32, pct: &Pct, d: &[u64; 
     c.f64("home_node", if home == NONE { -1.0 } else { home as f64 });
 }
 
+/// Cells of a `vcpu` and a `vm` row (checked against the schemas by `Sampler::new`).
+const VCPU_CELLS: usize = 22;
+const VM_CELLS: usize = 18;
+
 /// A table whose schema is the cells `row` writes.
 fn schema(row: impl FnOnce(&mut Vec<(&'static str, Value)>)) -> Table {
     let mut cells = Vec::new();
@@ -218,7 +222,7 @@ impl Sampler {
     pub fn new(vcpus: usize, pcpus: usize) -> Self {
         let zero = Pct::new(&[0; STATES], 0, 1.0);
         let r = VmRow { vcpus: 0, shares: 0, reservation_mhz: 0, limit_mhz: None, entitlement_mhz: 0.0, demand_mhz: 0.0, demand_est_mhz: 0.0, powered_on_at: None };
-        Sampler {
+        let s = Sampler {
             host: schema(|c| host_row(c, &HostCells::default())),
             vm: schema(|c| vm_row(c, 0.0, 0, &r, &zero, 0.0)),
             vcpu: schema(|c| vcpu_row(c, 0.0, 0, 0, &zero, &[0; STATES], 0, &[0; 3], NONE)),
@@ -235,7 +239,9 @@ impl Sampler {
             vm_idx: Vec::new(),
             vm_pct: Vec::new(),
             prefault: Prefault::default(),
-        }
+        };
+        assert_eq!((s.vcpu.columns.len(), s.vm.columns.len()), (VCPU_CELLS, VM_CELLS), "the row widths `sample` writes");
+        s
     }
 
     /// Make room for `samples` more samples of `vms` VMs in every table (at most
@@ -301,7 +307,7 @@ impl Sampler {
                 continue;
             }
             let pct = Pct::new(&d, used, span);
-            vcpu_row(&mut vcpu_rows.row(), t, vc.vm, idx, &pct, &d, used, &moves, vc.home);
+            vcpu_rows.fill::<VCPU_CELLS>(|c| vcpu_row(c, t, vc.vm, idx, &pct, &d, used, &moves, vc.home));
             vm_pct[vm] = pct;
             for (acc, x) in vm_acc[vm].0.iter_mut().zip(d) {
                 *acc += x;
@@ -326,7 +332,7 @@ impl Sampler {
             // percentages are the VM's, bit for bit, without eight more divisions
             let pct = if vm_idx[vm] == 1 { vm_pct[vm] } else { Pct::new(d, *used, span) };
             let used_mhz = ns_f(*used) / span * core_mhz as f64;
-            vm_row(&mut vm_rows.row(), t, vm as u32, r, &pct, used_mhz);
+            vm_rows.fill::<VM_CELLS>(|c| vm_row(c, t, vm as u32, r, &pct, used_mhz));
         }
         drop(vm_rows);
         let p = sched.pcpu_count() as f64;
