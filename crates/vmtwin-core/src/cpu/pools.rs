@@ -318,6 +318,8 @@ impl PoolTree {
             unlimited_hi[id] = child_hi;
             lo[id] = (p.reservation_mhz as f64).max(child_lo).min(ceiling);
         }
+        // getting all it wants says a VM has slack to wait in only when no VM is held back
+        let fits = hi[ROOT_POOL as usize] <= capacity_mhz;
         // top-down: split each pool's allocation over its children, and its weight capacity
         // (what it would get without its own limit, which its token bucket enforces instead)
         // (`binding`: the pool's allocation is cut by a limit, its own or an ancestor's)
@@ -354,14 +356,8 @@ impl PoolTree {
                     mhz,
                     weight_mhz: if vm.powered_on { share_at(level, vm.shares, r, vm.cap_mhz) } else { 0.0 },
                     share_limit_mhz: (binding[id] && vm.powered_on).then(|| share_at(alloc_level, vm.shares, r, vm.cap_mhz)),
-                    satisfied: vm.powered_on && mhz >= bounds[v as usize].1 * (1.0 - 1e-9),
+                    satisfied: fits && vm.powered_on && mhz >= bounds[v as usize].1 * (1.0 - 1e-9),
                 };
-            }
-        }
-        // getting all it wants says a VM has slack to wait in only when no VM is held back
-        if hi[ROOT_POOL as usize] > capacity_mhz {
-            for e in out.iter_mut() {
-                e.satisfied = false;
             }
         }
         out
