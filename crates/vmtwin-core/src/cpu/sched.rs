@@ -170,7 +170,7 @@ const MIN_SLICE_NS: Time = 1_000_000;
 
 /// The bounds of a weighted slice (`weighted_slice`): the quantum and [`MIN_SLICE_NS`] (or the
 /// quantum, if shorter), as ns and as floats. Fixed by the parameters, so kept rather than
-/// converted again at every slice start.
+/// converted again for every vCPU at every entitlement update.
 #[derive(Clone, Copy, Debug)]
 struct SliceRange {
     q_ns: Time,
@@ -187,9 +187,9 @@ impl SliceRange {
 }
 
 /// The quantum scaled by `weight` at `per_weight` ns of slice per pCPU of weight, kept within
-/// `r`: the product truncated to whole ns and clamped. Compared in floats first, so that a
-/// vCPU as heavy as the heaviest (most of them) takes one comparison and no float-to-u64
-/// conversion at every slice start.
+/// `r`: the product truncated to whole ns and clamped (compared in floats first, so that a
+/// vCPU as heavy as the heaviest takes one comparison and no conversion). Computed for every
+/// vCPU at the entitlement update, which alone changes the weights and `per_weight`.
 #[inline(always)]
 fn weighted_slice(weight: f64, per_weight: f64, r: &SliceRange) -> Time {
     let s = weight * per_weight;
@@ -353,8 +353,10 @@ pub struct Vcpu {
     pub migrations: u64,
     /// of those, moves to a pCPU under another LLC
     pub llc_migrations: u64,
-    /// of those, moves to a pCPU on another NUMA node
-    pub node_migrations: u64,
+    /// its slice: the quantum scaled by its weight (`weighted_slice`), or the whole quantum when
+    /// co-scheduled; kept from the entitlement update, which alone changes its inputs, rather
+    /// than computed at every start
+    slice: Time,
     /// its share of its pCPU's load over the last entitlement interval, in [0, 1] (what
     /// CPU-load-based migration throttling reads)
     pub load_share: f64,
@@ -374,6 +376,8 @@ pub struct Vcpu {
     pub demand_since: Time,
     /// the estimate holds a measurement, not the power-on guess
     pub demand_measured: bool,
+    /// moves to a pCPU on another NUMA node (of `llc_migrations`; rare, so not beside them)
+    pub node_migrations: u64,
 }
 
 // the lines as laid out above
@@ -631,9 +635,6 @@ pub struct CpuSched {
     /// pulls weigh distance (costs, throttling, LLC and node tiers); off, a pCPU takes the
     /// lowest key on the host, as before locality was modelled
     local_pull: bool,
-    /// ns of slice per pCPU of weight: the quantum over the heaviest vCPU's weight (at most a
-    /// pCPU), so that every slice spans the same virtual time (`start`, `set_weights`)
-    slice_per_weight: f64,
     /// the quantum and the shortest slice, for `weighted_slice`
     slice_range: SliceRange,
     /// per pCPU, busy ns at the last load-share update
@@ -693,6 +694,8 @@ impl CpuSched {
                     migrations: 0,
                     llc_migrations: 0,
                     node_migrations: 0,
+                    // weight 1 is the heaviest at first: the quantum (`set_weights` keeps it)
+                    slice: params.quantum_ns,
                     home: NONE,
                     load_share: 0.0,
                     run_mark: 0,
@@ -773,7 +776,6 @@ impl CpuSched {
             recheck: Recheck(std::sync::atomic::AtomicU64::new(Time::MAX)),
             waits: move_wait[1..].iter().any(|&w| w > 0),
             local_pull,
-            slice_per_weight: params.quantum_ns as f64,
             slice_range: SliceRange::new(params.quantum_ns),
             busy_mark: vec![0; n],
             vm_home: vec![NONE; vcpus_per_vm.len()],
@@ -1579,12 +1581,9 @@ impl CpuSched {
         // one read of the vCPU's record (`start_bound` changes none of these fields)
         let vc = &self.vcpus[v as usize];
         let (work, run_key, run_inv_weight, run_guard, run_alloc, run_vm) = (vc.work_left, vc.key, vc.inv_weight, vc.shield, vc.alloc, vc.vm);
-        // the quantum, scaled by the weight (why: the module's header), and the limits bound
-        // the slice; the burst's work ends it sooner. A co-scheduled vCPU keeps the whole
-        // quantum: its VM runs in gangs, and shorter slices broke them up (relaxed-3x: a 3-vCPU
-        // VM got 0.81 of its 1.26 pCPU).
-        let q_ns = self.params.quantum_ns;
-        let mut slice = if vc.cosched { q_ns } else { weighted_slice(vc.weight, self.slice_per_weight, &self.slice_range) };
+        // its weighted slice (`Vcpu::slice`), bounded by the limits; the burst's work ends it
+        // sooner
+        let mut slice = vc.slice;
         if vc.limited | vc.cosched {
             slice = self.start_bound(v, slice, now);
         }
@@ -3038,7 +3037,16 @@ impl CpuSched {
                 }
             }
         }
-        self.slice_per_weight = self.params.quantum_ns as f64 / heaviest.min(1.0);
+        // ns of slice per pCPU of weight: the quantum over the heaviest vCPU's weight (at most
+        // a pCPU), so that every slice spans the same virtual time
+        let per_weight = self.params.quantum_ns as f64 / heaviest.min(1.0);
+        // each slice is the quantum scaled by the weight (why: the module's header). A
+        // co-scheduled vCPU keeps the whole quantum: its VM runs in gangs, and shorter slices
+        // broke them up (relaxed-3x: a 3-vCPU VM got 0.81 of its 1.26 pCPU)
+        let q_ns = self.params.quantum_ns;
+        for vc in &mut self.vcpus {
+            vc.slice = if vc.cosched { q_ns } else { weighted_slice(vc.weight, per_weight, &self.slice_range) };
+        }
         let limiters = if self.limits_set { &mut self.limiters[..] } else { &mut [] };
         for l in limiters {
             if let Some(b) = &mut l.bucket {
