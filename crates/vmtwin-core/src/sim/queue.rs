@@ -24,7 +24,11 @@
 //! from its bucket's end (70% appended in the storage benchmark, about 50 events per bucket);
 //! nothing before it moves, nor the bucket's popped prefix. (Buckets sorted latest first and
 //! popped off the end moved the whole bucket on every such push: 92 of that benchmark's 2,136
-//! instructions per I/O; this order costs the CPU benchmarks nothing more.) Events beyond the
+//! instructions per I/O; this order costs the CPU benchmarks nothing more.) A bucket's events live
+//! in a vector taken, at its first event, from a stack of the vectors buckets emptied (their
+//! room kept), the last emptied first: so the wheel's events sit in the few vectors popped
+//! lately, still in the cache, not in 4,096 vectors of their own that the window sweeps through
+//! every second, each out of the cache by the time it is used again. Events beyond the
 //! window (samples every 2 s, say), or before it, go to a small overflow heap. The earliest
 //! one-shot key (wheel or overflow) is cached, and `pop` takes the earlier of it and the timer
 //! heap's root, so the order is exactly `(time, seq)` whichever structure holds an event. (For
@@ -155,6 +159,9 @@ pub struct EventQueue {
     base: u64,
     /// bucket number of the earliest event in `wheel` (meaningful while `wheel_len > 0`)
     head: u64,
+    /// emptied buckets' vectors, cleared with their room kept, the last emptied on top: a
+    /// bucket that gets its first event takes the top one (see [`Self::push`])
+    spare: Vec<Vec<Entry>>,
     /// one-shot events outside the wheel's window when pushed
     heap: BinaryHeap<Entry>,
     /// the heap's earliest key, or `NO_KEY` when it is empty (kept, so that a pop from the
@@ -187,6 +194,7 @@ impl EventQueue {
             wheel_len: 0,
             base: 0,
             head: 0,
+            spare: Vec::new(),
             heap: BinaryHeap::new(),
             heap_head: NO_KEY,
             one_shot_head: NO_KEY,
@@ -233,7 +241,9 @@ impl EventQueue {
         if let Some(next) = bucket.get(self.cursor) {
             return (e, next.key);
         }
-        bucket.clear();
+        let mut emptied = std::mem::take(bucket);
+        emptied.clear();
+        self.spare.push(emptied);
         self.cursor = 0;
         self.occupied[idx / 64] &= !(1u64 << (idx % 64));
         if self.wheel_len == 0 {
@@ -321,9 +331,20 @@ impl EventQueue {
         let idx = b as usize % WHEEL_BUCKETS;
         let bucket = &mut self.wheel[idx];
         match bucket.last() {
-            // the common case: the latest event of its bucket (or its first) is appended
             Some(last) if last.key > entry.key => self.insert_sorted(idx, b, entry),
-            _ => bucket.push(entry),
+            // the common case: the latest event of its bucket is appended
+            Some(_) => bucket.push(entry),
+            None => {
+                // a bucket's first event goes into the vector a bucket emptied last, still in
+                // the cache from its pops; each bucket keeping its own vector cycled through
+                // all 4,096 allocations every window
+                if bucket.capacity() == 0 {
+                    if let Some(v) = self.spare.pop() {
+                        *bucket = v;
+                    }
+                }
+                bucket.push(entry);
+            }
         }
         self.occupied[idx / 64] |= 1u64 << (idx % 64);
         if self.wheel_len == 0 || b < self.head {
