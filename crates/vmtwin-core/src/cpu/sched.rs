@@ -376,6 +376,8 @@ pub struct Vcpu {
     pub demand_since: Time,
     /// the estimate holds a measurement, not the power-on guess
     pub demand_measured: bool,
+    /// its VM's entitlement is its own limit (`place_key`), as of the last entitlement update
+    at_limit: bool,
     /// moves to a pCPU on another NUMA node (of `llc_migrations`; rare, so not beside them)
     pub node_migrations: u64,
 }
@@ -691,6 +693,7 @@ impl CpuSched {
                     ran_mark: 0,
                     demand_since: 0,
                     demand_measured: false,
+                    at_limit: false,
                     migrations: 0,
                     llc_migrations: 0,
                     node_migrations: 0,
@@ -913,7 +916,13 @@ impl CpuSched {
     /// `clock.rs` (measured: it queues every burst of a VM under its share). A vCPU
     /// released by a limit (`from_hold`) is placed owed at most half as much: it was held by its
     /// own limit, not idle, so it runs ahead of vCPUs that have had their share (and shows its
-    /// waiting as MLMTD rather than READY) but behind VMs waking from real idleness.
+    /// waiting as MLMTD rather than READY) but behind VMs waking from real idleness. A VM whose
+    /// entitlement is its own limit (`at_limit`) is owed as a sleeper: the limit only paces it
+    /// at its entitlement, so its time held is time it was not entitled to run. At half, such a
+    /// VM queued READY behind vCPUs near their credit bound while its bucket dropped tokens
+    /// (29.05 of 29.70 points; docs/cpu-scheduler.md). Not at a share of a pool limit, which
+    /// binds only while the pool's bucket is scarce (`limit.rs`); counted, it broke a census
+    /// scenario.
     #[inline]
     fn place_key(&mut self, v: u32, now: Time, from_hold: bool) {
         let clock = self.clock.value(now);
@@ -921,7 +930,7 @@ impl CpuSched {
         // through i64 (`ns_f`): one instruction, where u64 takes several, at every placement;
         // the same value below 2^63 ns (292 years), as for `wake_preempt_margin_ns` in `victim`
         let reach = ns_f(self.params.max_lag_ns) * vc.inv_weight;
-        let credit = if from_hold { 0.5 * reach } else { reach };
+        let credit = if from_hold && !vc.at_limit { 0.5 * reach } else { reach };
         vc.key = vc.key.clamp(clock - credit, clock + ns_f(self.params.max_debt_ns) * vc.inv_weight);
     }
 
@@ -2993,6 +3002,7 @@ impl CpuSched {
             self.ht_settle_all(now);
         }
         let clock = self.clock.value(now);
+        let core = self.core_mhz as f64;
         // charge running vCPUs up to now, so that every key is current (the clock's sums are
         // rebuilt below)
         for p in 0..self.pcpus.len() {
@@ -3021,6 +3031,9 @@ impl CpuSched {
                 heaviest = heaviest.max(w);
             }
             vc.alloc = sh.alloc;
+            // its VM's entitlement in MHz against its own limit (not a share of a pool's)
+            let vm_mhz = sh.alloc * f64::from(self.gangs[vc.vm as usize].n) * core;
+            vc.at_limit = vc.limited && self.limiters[vc.vm as usize].user_mhz.is_some_and(|l| vm_mhz >= l * (1.0 - 1e-9));
             vc.guard = if sh.satisfied || sh.alloc >= FULL_PCPU { sh.alloc } else { f64::NEG_INFINITY };
             vc.shield = if self.short[vc.vm as usize] { sh.alloc } else { vc.guard };
             let lag = ((clock - vc.key) * vc.weight).clamp(-max_debt, max_lag);
