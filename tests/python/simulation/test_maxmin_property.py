@@ -70,9 +70,9 @@ from vmtwin.scenario.loading import load_scenario
 
 KNOWN_GAPS = pytest.mark.xfail(
     strict=False,
-    reason="issue 5 (docs/cpu-scheduler.md, census and open misses): near critical load a limited VM and "
-           "a backlogged one split unevenly (flat seeds 51, 99, 347); a pool limit's "
-           "split by shares yields while its bucket is full; a limit-bound VM under its limit")
+    reason="issue 5 (docs/cpu-scheduler.md, census and open misses): near or past critical load a limited "
+           "VM and a backlogged one split unevenly (flat seeds 51, 99, 347); a pool limit's "
+           "split by shares yields while its bucket is full")
 
 DURATION_S = 60
 WARMUP_S = 5
