@@ -2996,8 +2996,10 @@ impl CpuSched {
     /// each vCPU of VM `vm`. Every key is rescaled so that its
     /// lag in CPU time survives the change, clamped to `max_lag_ns`, and rebased so that the
     /// fair clock reads zero; the run queues, the clock's sums and the limiters' active weights
-    /// are rebuilt from scratch, which also clears their float drift.
-    pub fn set_weights(&mut self, now: Time, per_vm: &[VcpuShare]) {
+    /// are rebuilt from scratch, which also clears their float drift. `new_keys` is scratch:
+    /// the run queues' rekey reads the new keys from this dense copy in queue order, not from a
+    /// line of each queued vCPU's record.
+    pub fn set_weights(&mut self, now: Time, per_vm: &[VcpuShare], new_keys: &mut Vec<f64>) {
         if self.ht.on {
             self.ht_settle_all(now);
         }
@@ -3024,7 +3026,9 @@ impl CpuSched {
         // one pass: new weight and key, then the clock's sums and the limiters' active weights
         // rebuilt from them (in vCPU order, as before, so the float sums are the same)
         let mut heaviest = MIN_WEIGHT;
-        for vc in &mut self.vcpus {
+        new_keys.clear();
+        new_keys.resize(self.vcpus.len(), 0.0);
+        for (vc, new_key) in self.vcpus.iter_mut().zip(new_keys.iter_mut()) {
             let sh = per_vm[vc.vm as usize];
             let w = sh.weight.max(MIN_WEIGHT);
             if vc.state != VcpuState::Off {
@@ -3040,6 +3044,7 @@ impl CpuSched {
             vc.weight = w;
             vc.inv_weight = 1.0 / w;
             vc.key = -lag * vc.inv_weight;
+            *new_key = vc.key;
             if IN_CLOCK[vc.state as usize] {
                 self.clock.join(vc.weight, vc.key);
             }
@@ -3080,8 +3085,8 @@ impl CpuSched {
         if self.ht.on {
             self.ht_rekey_running(now);
         }
-        let vcpus = &self.vcpus;
-        self.queues.rekey(|v| vcpus[v as usize].key);
+        // (no key changed since the walk above)
+        self.queues.rekey(|v| new_keys[v as usize]);
     }
 
     /// The fair clock's reading now, in virtual ns.

@@ -73,8 +73,8 @@ pub struct Simulation {
     /// the `barrier` table, when a VM runs a barrier program (`barrier.rs`)
     barrier_table: Option<Table>,
     /// scratch of `recompute_entitlements`: per VM, its claim and its vCPUs' share; the pool
-    /// tree's buffers
-    ent_scratch: (Vec<VmClaim>, Vec<VcpuShare>, PoolScratch),
+    /// tree's buffers; per vCPU, its new key (`CpuSched::set_weights`)
+    ent_scratch: (Vec<VmClaim>, Vec<VcpuShare>, PoolScratch, Vec<f64>),
     /// per VM, its latest entitlement and demand estimate, MHz (sampled into the `vm` table):
     /// apart from `Vm`, so that the entitlement update writes a dense array, not a line of
     /// every VM's record
@@ -198,7 +198,7 @@ impl Simulation {
             mem_events: Slab::default(),
             perf: None,
             barrier_table: None,
-            ent_scratch: (Vec::new(), Vec::new(), PoolScratch::default()),
+            ent_scratch: (Vec::new(), Vec::new(), PoolScratch::default(), Vec::new()),
             vm_ent,
             now: 0,
             events: 0,
@@ -552,7 +552,7 @@ impl Simulation {
         let core = self.topo.core_mhz as f64;
         // the claims, per-VM shares and the pool tree's buffers reuse last time's vectors (with
         // 1,024 VMs, fresh ones every second showed up among the run's L1 write misses)
-        let (mut claims, mut shares, mut room) = std::mem::take(&mut self.ent_scratch);
+        let (mut claims, mut shares, mut room, mut keys) = std::mem::take(&mut self.ent_scratch);
         claims.clear();
         claims.extend(self.vms.iter().map(|v| {
             let vcpus = &self.sched.vcpus[v.first_vcpu as usize..(v.first_vcpu + v.vcpus) as usize];
@@ -572,8 +572,8 @@ impl Simulation {
                 self.sched.set_share_limit(i as u32, e.share_limit_mhz, self.now, &mut self.queue);
             }
         }
-        self.sched.set_weights(self.now, &shares);
-        self.ent_scratch = (claims, shares, room);
+        self.sched.set_weights(self.now, &shares, &mut keys);
+        self.ent_scratch = (claims, shares, room, keys);
     }
 }
 
