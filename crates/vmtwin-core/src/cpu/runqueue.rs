@@ -52,10 +52,14 @@ fn id_of(packed: u128) -> u32 {
     packed as u32
 }
 
-/// The packed value with another id (same key and seq).
+/// The packed value with another id (same key and seq). The low half is masked as a `u64`:
+/// masked as a `u128`, the entry was read with one 16-byte vector load, which the store buffer
+/// cannot serve from the two 8-byte stores of the insert just before (`push` then `refresh`),
+/// so it waited for them to reach the cache.
 #[inline]
 fn with_id(packed: u128, id: u32) -> u128 {
-    (packed & !u128::from(u32::MAX)) | u128::from(id)
+    let low = (packed as u64 & !u64::from(u32::MAX)) | u64::from(id);
+    (packed >> 64 << 64) | u128::from(low)
 }
 
 #[inline]
