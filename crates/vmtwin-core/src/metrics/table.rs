@@ -499,39 +499,29 @@ impl<const N: usize> FixedRow<'_, N> {
     }
 }
 
-impl<const N: usize> Cells for FixedRow<'_, N> {
-    #[inline(always)]
-    fn f64(&mut self, name: &'static str, x: f64) {
-        self.put(Kind::F64, name, x.to_bits());
-    }
+/// `Cells` for a row type whose `put(kind, name, bits)` stores one 64-bit cell: both block rows.
+macro_rules! cells_by_put {
+    ($t:ty $(, const $n:ident: $nt:ty)?) => {
+        impl$(<const $n: $nt>)? Cells for $t {
+            #[inline(always)]
+            fn f64(&mut self, name: &'static str, x: f64) {
+                self.put(Kind::F64, name, x.to_bits());
+            }
 
-    #[inline(always)]
-    fn u64(&mut self, name: &'static str, x: u64) {
-        self.put(Kind::U64, name, x);
-    }
+            #[inline(always)]
+            fn u64(&mut self, name: &'static str, x: u64) {
+                self.put(Kind::U64, name, x);
+            }
 
-    #[inline(always)]
-    fn u32(&mut self, name: &'static str, x: u32) {
-        self.put(Kind::U32, name, u64::from(x));
-    }
+            #[inline(always)]
+            fn u32(&mut self, name: &'static str, x: u32) {
+                self.put(Kind::U32, name, u64::from(x));
+            }
+        }
+    };
 }
-
-impl Cells for Row<'_> {
-    #[inline(always)]
-    fn f64(&mut self, name: &'static str, x: f64) {
-        self.put(Kind::F64, name, x.to_bits());
-    }
-
-    #[inline(always)]
-    fn u64(&mut self, name: &'static str, x: u64) {
-        self.put(Kind::U64, name, x);
-    }
-
-    #[inline(always)]
-    fn u32(&mut self, name: &'static str, x: u32) {
-        self.put(Kind::U32, name, u64::from(x));
-    }
-}
+cells_by_put!(FixedRow<'_, N>, const N: usize);
+cells_by_put!(Row<'_>);
 
 impl Drop for Row<'_> {
     #[inline(always)]
