@@ -14,6 +14,11 @@ Three kinds of benchmark (see benchmarks/README.md):
   engine ready to run), best of ``--repeat``; the phases (read and validate, engine spec,
   engine construction) are timed too, to show where the time goes.
 
+Before each timed benchmark the machine's speed is timed too (``examples/heap_yardstick``: one pop
++ push on an 80-entry binary heap), and the cost per event is also given in those units: the
+machine drifts by several percent between hours, so a recording made in a slow state can be told
+from a slower engine (``--no-yardstick`` skips it; without cargo it is skipped with a note).
+
 Each benchmark prints MEETS or MISS against its targets (REPORTED when it has none) and appends
 one line to ``results.jsonl`` (unless ``--no-record``). Benchmarks are never run by the test
 suite: timing on a shared CI machine is not a test.
@@ -29,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import re
 import subprocess
@@ -179,6 +185,7 @@ def measure_build(n: int, repeat: int) -> dict:
 
 REPO = HERE.parent
 RUN_SPEC = REPO / "target" / "release" / "examples" / "run_spec"
+YARDSTICK = REPO / "target" / "release" / "examples" / "heap_yardstick"
 NS_PER_MIN = 60 * 10**9
 # (benchmark, simulated minutes); the 1- and 5-minute runs of one benchmark give its cost per
 # event with start-up cancelled out
@@ -200,6 +207,19 @@ def engine_spec_file(scenario: Path, minutes: float, workdir: Path) -> Path:
     path = workdir / f"{scenario.stem}-{minutes:g}m.json"
     path.write_text(json.dumps(spec))
     return path
+
+
+def measure_yardstick() -> Optional[float]:
+    """This machine's speed now: ns per pop + push on an 80-entry binary heap
+    (``examples/heap_yardstick``), or None, said why, when it cannot be built here."""
+    try:
+        subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "vmtwin-core", "--example", "heap_yardstick"],
+                       cwd=REPO, check=True, capture_output=True, env=dict(os.environ, CARGO_TARGET_DIR=str(REPO / "target")))
+        out = subprocess.run([str(YARDSTICK)], capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+        print(f"(no yardstick: {e})", flush=True)
+        return None
+    return float(json.loads(out.stdout)["heap_ns"])
 
 
 def count_instructions(name: str, minutes: int, workdir: Path) -> dict:
@@ -301,6 +321,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--no-record", action="store_true", help="do not append to benchmarks/results.jsonl")
     ap.add_argument("--results", type=Path, default=HERE / "results.jsonl", help="where to append the records")
     ap.add_argument("--commit", help="commit to record (default: this checkout's HEAD, '+dirty' if modified)")
+    ap.add_argument("--no-yardstick", action="store_true",
+                    help="do not time the machine's yardstick (a heap pop + push) before each timed benchmark")
     ap.add_argument("--instructions", action="store_true",
                     help="count the engine's instructions under callgrind instead of timing (needs valgrind)")
     args = ap.parse_args(argv)
@@ -334,6 +356,7 @@ def main(argv: Optional[list[str]] = None) -> int:
 
     for name in names:
         b = BENCHMARKS[name]
+        heap_ns = None if args.no_yardstick or isinstance(b, Build) else measure_yardstick()
         if isinstance(b, Run):
             r = dict(run_measured(name))
             ok, line = judge_run(b, r)
@@ -344,6 +367,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         else:
             r = measure_build(b.vms, args.repeat)
             ok, line = judge_build(b, r)
+        if heap_ns is not None:
+            r["heap_ns"] = heap_ns
+            r["heap_ops_per_event"] = r["ns_per_event"] / heap_ns
+            line += f"; {r['heap_ops_per_event']:.2f} heap ops per event (yardstick {heap_ns:.1f} ns)"
         print(f"{name}: {line} -> {_verdict(ok)}", flush=True)
         if not args.no_record:
             record = {"benchmark": name, "commit": commit, "vmtwin": __version__, "machine": platform.machine(),
