@@ -265,6 +265,48 @@ fn groups(cores: &[crate::hw::Pcpu], level: impl Fn(&crate::hw::Pcpu) -> u32) ->
     (range, of)
 }
 
+/// Where pCPU `p` sits, as the dispatch path reads it: the pCPU ranges of its LLC and its node
+/// (topology numbers LLC and node mates adjacently, see `groups`), their run-queue subtrees
+/// (`QueueSet::subtree`, 0 for none) and its LLC and node numbers. One record per pCPU, so a
+/// pick or a slice start reads one entry, one bounds check, where it read five side arrays;
+/// and whether another pCPU shares the LLC (node) is a range test on that pCPU's number, with
+/// no look-up of it.
+#[derive(Debug, Clone, Copy, Default)]
+struct PcpuTopo {
+    llc_lo: u32,
+    llc_n: u32,
+    node_lo: u32,
+    node_n: u32,
+    llc: u32,
+    node: u32,
+    llc_sub: u32,
+    node_sub: u32,
+}
+
+impl PcpuTopo {
+    /// pCPU `q` is under the same LLC
+    #[inline(always)]
+    fn same_llc(&self, q: u32) -> bool {
+        q.wrapping_sub(self.llc_lo) < self.llc_n
+    }
+
+    /// pCPU `q` is on the same NUMA node
+    #[inline(always)]
+    fn same_node(&self, q: u32) -> bool {
+        q.wrapping_sub(self.node_lo) < self.node_n
+    }
+
+    #[inline(always)]
+    fn llc_range(&self) -> (usize, usize) {
+        (self.llc_lo as usize, (self.llc_lo + self.llc_n) as usize)
+    }
+
+    #[inline(always)]
+    fn node_range(&self) -> (usize, usize) {
+        (self.node_lo as usize, (self.node_lo + self.node_n) as usize)
+    }
+}
+
 /// The tighter of two optional limits.
 fn min_limit(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     match (a, b) {
@@ -618,9 +660,10 @@ pub struct CpuSched {
     node_of: Vec<u32>,
     /// pCPUs of node `n` are `node_range[n]..node_range[n + 1]`
     node_range: Vec<usize>,
-    /// per LLC and per node, the run-queue tree node holding exactly its queues (0: scan them)
+    /// per LLC, the run-queue tree node holding exactly its queues (0: scan them)
     llc_sub: Vec<usize>,
-    node_sub: Vec<usize>,
+    /// per pCPU, its LLC and node as the dispatch path reads them (`PcpuTopo`)
+    topo: Vec<PcpuTopo>,
     /// the scheduler's cost of a move, as ns of the vCPU's CPU time, by distance: none, another
     /// core of the LLC, another LLC of the node, another node (`CpuSchedParams::migrate_cost_*`)
     move_cost: [f64; 4],
@@ -714,8 +757,23 @@ impl CpuSched {
         let (node_range, node_of) = groups(&cores, |c| c.node);
         let node_count = node_range.len() - 1;
         let queues = QueueSet::new(n);
-        let llc_sub = llc_range.windows(2).map(|w| queues.subtree(w[0], w[1])).collect();
-        let node_sub = node_range.windows(2).map(|w| queues.subtree(w[0], w[1])).collect();
+        let llc_sub: Vec<usize> = llc_range.windows(2).map(|w| queues.subtree(w[0], w[1])).collect();
+        let node_sub: Vec<usize> = node_range.windows(2).map(|w| queues.subtree(w[0], w[1])).collect();
+        let pcpu_topo: Vec<PcpuTopo> = (0..n)
+            .map(|p| {
+                let (l, m) = (llc_of[p] as usize, node_of[p] as usize);
+                PcpuTopo {
+                    llc_lo: llc_range[l] as u32,
+                    llc_n: (llc_range[l + 1] - llc_range[l]) as u32,
+                    node_lo: node_range[m] as u32,
+                    node_n: (node_range[m + 1] - node_range[m]) as u32,
+                    llc: l as u32,
+                    node: m as u32,
+                    llc_sub: llc_sub[l] as u32,
+                    node_sub: node_sub[m] as u32,
+                }
+            })
+            .collect();
         let move_cost = [
             0.0,
             params.migrate_cost_core_ns as f64,
@@ -773,7 +831,7 @@ impl CpuSched {
             node_of,
             node_range,
             llc_sub,
-            node_sub,
+            topo: pcpu_topo,
             move_cost,
             move_wait,
             recheck: Recheck(std::sync::atomic::AtomicU64::new(Time::MAX)),
@@ -1530,12 +1588,16 @@ impl CpuSched {
                 qp
             };
             let v = self.queues.pop(qp).expect("best queue is not empty");
-            if self.popped_blocked(v, now) {
-                continue;
-            }
-            if let Some(l) = self.throttled(v, now) {
-                self.hold(v, l, now, q);
-                continue;
+            // one test of the two flags for most vCPUs (no co-scheduling, no limit)
+            let vc = &self.vcpus[v as usize];
+            if vc.cosched | vc.limited {
+                if self.popped_blocked(v, now) {
+                    continue;
+                }
+                if let Some(l) = self.throttled(v, now) {
+                    self.hold(v, l, now, q);
+                    continue;
+                }
             }
             self.start(p, v, now, q);
             return;
@@ -1916,36 +1978,36 @@ impl CpuSched {
         if self.cells.on {
             return self.pick_in_cell::<DECLINE>(p, now);
         }
-        let pi = p as usize;
+        let t = self.topo[p as usize];
         let (mut bq, mut best) = match self.queues.head_entry(p) {
             Some((_, k)) => (p, k),
             None => (NONE, f64::INFINITY),
         };
         let (hq, hk) = host;
         if hk < best {
-            if let Some(s) = self.move_score::<DECLINE>(p, hq, hk, now) {
+            if let Some(s) = self.move_score::<DECLINE>(p, &t, hq, hk, now) {
                 if s < best {
                     (bq, best) = (hq, s);
                 }
             }
         }
-        let (llc, node) = (self.llc_of[pi] as usize, self.node_of[pi] as usize);
-        let h = hq as usize;
-        if self.params.llc_aware && self.llc_of[h] as usize != llc {
-            if let Some((q, k)) = self.queues.best_in(self.llc_sub[llc], self.llc_range[llc], self.llc_range[llc + 1]) {
+        if self.params.llc_aware && !t.same_llc(hq) {
+            let (lo, hi) = t.llc_range();
+            if let Some((q, k)) = self.queues.best_in(t.llc_sub as usize, lo, hi) {
                 if q != p && k < best {
-                    if let Some(s) = self.move_score::<DECLINE>(p, q, k, now) {
+                    if let Some(s) = self.move_score::<DECLINE>(p, &t, q, k, now) {
                         if s < best {
                             (bq, best) = (q, s);
                         }
                     }
                 }
             }
-            let sub = self.node_sub[node];
-            if self.node_of[h] as usize != node && sub != 0 && sub != self.llc_sub[llc] {
-                if let Some((q, k)) = self.queues.best_in(sub, self.node_range[node], self.node_range[node + 1]) {
+            let sub = t.node_sub;
+            if !t.same_node(hq) && sub != 0 && sub != t.llc_sub {
+                let (lo, hi) = t.node_range();
+                if let Some((q, k)) = self.queues.best_in(sub as usize, lo, hi) {
                     if q != p && k < best {
-                        if let Some(s) = self.move_score::<DECLINE>(p, q, k, now) {
+                        if let Some(s) = self.move_score::<DECLINE>(p, &t, q, k, now) {
                             if s < best {
                                 (bq, best) = (q, s);
                             }
@@ -1957,24 +2019,24 @@ impl CpuSched {
         (bq != NONE).then_some((bq, best))
     }
 
-    /// The key of the head of queue `qp` plus what moving it to pCPU `p` costs, in its virtual
-    /// time, or `None` if migration throttling keeps it on its own pCPU or, with `DECLINE`, it
-    /// has not yet waited what the move costs (see `pick`).
+    /// The key of the head of queue `qp` plus what moving it to pCPU `p` (whose topology is
+    /// `t`) costs, in its virtual time, or `None` if migration throttling keeps it on its own
+    /// pCPU or, with `DECLINE`, it has not yet waited what the move costs (see `pick`).
     #[inline(always)]
-    fn move_score<const DECLINE: bool>(&self, p: u32, qp: u32, key: f64, now: Time) -> Option<f64> {
+    fn move_score<const DECLINE: bool>(&self, p: u32, t: &PcpuTopo, qp: u32, key: f64, now: Time) -> Option<f64> {
+        debug_assert_eq!(t.llc, self.llc_of[p as usize]);
         let v = self.queues.head(qp).expect("a candidate queue is not empty");
         let vc = &self.vcpus[v as usize];
         if self.params.migration_throttle && vc.load_share >= self.params.migration_throttle_share {
             return None;
         }
-        let (pi, qi) = (p as usize, qp as usize);
-        let node = self.node_of[pi];
+        let node = t.node;
         if self.params.numa_confine && vc.home != NONE && vc.home != node {
             return None;
         }
-        let level = if node != self.node_of[qi] || (vc.home != NONE && vc.home != node) {
+        let level = if !t.same_node(qp) || (vc.home != NONE && vc.home != node) {
             3
-        } else if self.llc_of[pi] != self.llc_of[qi] {
+        } else if !t.same_llc(qp) {
             2
         } else {
             1

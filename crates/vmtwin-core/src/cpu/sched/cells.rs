@@ -179,10 +179,11 @@ impl CpuSched {
             let l = self.llc_of[p as usize] as usize;
             groups.push((self.llc_sub[l], self.llc_range[l], self.llc_range[l + 1]));
         }
+        let t = self.topo[p as usize];
         for (sub, lo, hi) in groups {
             if let Some((q, k)) = self.queues.best_in(sub, lo, hi) {
                 if q != p && k < best {
-                    if let Some(s) = self.move_score::<DECLINE>(p, q, k, now) {
+                    if let Some(s) = self.move_score::<DECLINE>(p, &t, q, k, now) {
                         if s < best {
                             (bq, best) = (q, s);
                         }
