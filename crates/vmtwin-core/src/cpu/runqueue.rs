@@ -94,18 +94,23 @@ impl RunQueue {
             self.push_long(e);
             return;
         }
-        // a short queue: append, then one compare-exchange per entry from the end, so that the
-        // new entry sinks to its place; each exchange is a pair of conditional moves, and the
-        // loop runs `n` times wherever the entry lands (a binary search and a `memmove` branch
-        // on where it lands: a coin toss)
+        // a short queue: append, then one step per entry from the end, so that the new entry
+        // sinks to its place; each step is one comparison with the new entry and two
+        // conditional moves, and the loop runs `n` times wherever the entry lands (a binary
+        // search and a `memmove` branch on where it lands: a coin toss). Entry `i`, below the
+        // new one (`a < e`), moves up a place; the first not below it gets the new entry just
+        // above it; the ones before are rewritten with themselves (`hi` carries the entry the
+        // step before read: one store per step, not the two of a compare-exchange)
         self.sorted.push(e);
         let s = &mut self.sorted[..];
+        let mut hi = e;
         for i in (0..n).rev() {
-            let (a, b) = (s[i], s[i + 1]);
-            let swap = a < b;
-            s[i] = std::hint::select_unpredictable(swap, b, a);
-            s[i + 1] = std::hint::select_unpredictable(swap, a, b);
+            let a = s[i];
+            let below = a < e;
+            s[i + 1] = std::hint::select_unpredictable(below, a, hi);
+            hi = std::hint::select_unpredictable(below, e, a);
         }
+        s[0] = hi;
     }
 
     /// [`Self::push`] into a queue of more than [`SHORT_QUEUE`] entries: the insertion point
