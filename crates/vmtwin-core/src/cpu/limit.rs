@@ -21,7 +21,9 @@
 //! back then runs on (the pool's bucket still binds it), so a pool whose children want more than
 //! its limit delivers the limit. Without this a child read as entitled to more than it uses (its
 //! demand estimate counts its READY time) kept the rest of the limit from its backlogged
-//! siblings: a fixed pool at a 189-point limit delivered 182.
+//! siblings: a fixed pool at a 189-point limit delivered 182. While the split binds, a
+//! released child does not preempt another child of the pool (`sched.rs`, `place_with`): the
+//! split is the share buckets', not the fair clock's.
 //!
 //! A throttled bucket's resume level is at most a quarter of its depth ([`RESUME_BELOW`]); past
 //! that each vCPU's turn is shorter than `limit_min_slice_ns`. A slice is charged when it ends,
@@ -142,6 +144,12 @@ impl TokenBucket {
     #[inline]
     pub fn scarce(&self) -> bool {
         self.tokens < SHARE_SPLIT_BELOW * self.depth
+    }
+
+    /// [`Self::scarce`] as the bucket would read at `now`, without accruing.
+    #[inline]
+    pub fn scarce_at(&self, now: Time) -> bool {
+        self.tokens_at(now) < SHARE_SPLIT_BELOW * self.depth
     }
 
     /// True when the bucket's vCPUs may not start a slice.

@@ -32,7 +32,8 @@
 //! research/cpu.md C21); otherwise it preempts the running vCPU on its last pCPU if its own key
 //! is lower by more than a margin, else the one with the highest key in its LLC if lower by the
 //! margin plus a move's cost, or else queues on its last pCPU. A vCPU a limit releases is
-//! placed the same way but preempts only a vCPU ahead of the fair clock (`place_with`). Each
+//! placed the same way but preempts only a vCPU ahead of the fair clock, and never one bound
+//! with it by a pool limit whose share split binds (`place_with`, `split_binds`). Each
 //! VM that fits in a NUMA node has a home node (least loaded at power-on; the NUMA balancer
 //! moves one VM's home every `numa_rebalance_period_ns` when node loads differ by more than
 //! `numa_rebalance_imbalance`); a wider VM is split into NUMA clients, each with its own home
@@ -1288,6 +1289,43 @@ impl CpuSched {
         self.place_with(v, now, q, f64::NEG_INFINITY);
     }
 
+    /// VMs `a` and `b` are both below a pool limit whose bucket is scarce at `now`: the share
+    /// split binds them (`limit.rs`), so each gets the pool's tokens by its share bucket, not
+    /// by the fair clock, and a release of one may not preempt the other (`place_with`).
+    #[inline]
+    fn split_binds(&self, a: u32, b: u32, now: Time) -> bool {
+        let pools = &self.chains[b as usize][1..];
+        self.chains[a as usize][1..]
+            .iter()
+            .any(|l| pools.contains(l) && self.limiters[*l as usize].bucket.as_ref().is_some_and(|bk| bk.scarce_at(now)))
+    }
+
+    /// [`Self::victim`] for a release whose pick the share split shields (`split_binds`): the
+    /// running vCPU furthest ahead of `v`'s key plus the preemption margin (plus a move's cost
+    /// off `last`) and above `floor`, in `last`'s LLC, that `v` may displace (`run_guard`), no
+    /// sibling of a co-scheduled `v`, and not bound with `v` by a scarce pool limit; or
+    /// [`NONE`]. Cold: releases under a scarce pool limit only.
+    #[cold]
+    fn victim_outside_split(&self, v: u32, last: u32, now: Time, floor: f64) -> u32 {
+        let vc = &self.vcpus[v as usize];
+        let key = (vc.key + ns_f(self.params.wake_preempt_margin_ns)).max(floor);
+        let far = if self.local_pull { self.move_cost[1] * vc.inv_weight } else { 0.0 };
+        let reach = vc.alloc + GUARD_EPS;
+        let llc = self.llc_of[last as usize] as usize;
+        let mut best = (NONE, 0.0);
+        for p in self.llc_range[llc]..self.llc_range[llc + 1] {
+            let pc = &self.pcpus[p];
+            if pc.run_guard > reach || (vc.cosched && pc.run_vm == vc.vm) || self.split_binds(vc.vm, pc.run_vm, now) {
+                continue;
+            }
+            let ahead = pc.run_key0 + ns_f(now) * pc.run_inv_weight - if p == last as usize { key } else { key + far };
+            if ahead > best.1 {
+                best = (p as u32, ahead);
+            }
+        }
+        best.0
+    }
+
     /// [`Self::place`], preempting by keys only a running vCPU whose key is also above `floor`:
     /// `f64::NEG_INFINITY` for a waking vCPU, `f64::INFINITY` for no preemption at all, and the
     /// fair clock for a vCPU a limit releases. A release may then displace only a vCPU that
@@ -1300,6 +1338,19 @@ impl CpuSched {
     /// behind the clock, it loses nothing. On one pCPU beside a busy VM (the %MLMTD test) the
     /// other VM is ahead of the clock whenever the keys let the release preempt, so the
     /// release still runs as soon as its bucket allows and its wait shows as MLMTD.
+    ///
+    /// Nor does a release preempt a vCPU bound with it by a pool limit whose bucket is scarce
+    /// (`split_binds`), whatever the keys: there the pool's tokens are split between its
+    /// children by their share buckets (`set_share_limit`), a release is timed by the
+    /// releaser's share bucket (or the pool's), and a preemption between the two only moves
+    /// the pool's CPU from the victim to the releaser, which has just had its share. The fair
+    /// clock cannot tell who is under their share here: every waker joins with credit, so a
+    /// busy sibling sits in debt to the clock (ahead of it) while it runs under its share.
+    /// Seen in the max-min test's draws (docs/cpu-scheduler.md): a 1-vCPU busy VM entitled
+    /// to 87.40 points of a pool limit was preempted by its pool siblings' releases for 4.8 s
+    /// of 55 and got 83.43; its share bucket, full at the slices' starts, dropped what it
+    /// accrued as it ran. The released vCPU takes another victim if one qualifies
+    /// (`victim_outside_split`), else queues.
     #[inline(never)]
     fn place_with(&mut self, v: u32, now: Time, q: &mut EventQueue, floor: f64) {
         self.place_with_inline(v, now, q, floor);
@@ -1343,6 +1394,13 @@ impl CpuSched {
             (true, false) => self.victim::<true, false>(v, last, now, floor),
             (false, true) => self.victim::<false, true>(v, last, now, floor),
             (false, false) => self.victim::<false, false>(v, last, now, floor),
+        };
+        // a release does not take a pCPU from a vCPU the share split shields (`split_binds`):
+        // it looks again among the others
+        let victim = if victim != NONE && floor > f64::NEG_INFINITY && self.split_binds(self.vcpus[v as usize].vm, self.pcpus[victim as usize].run_vm, now) {
+            self.victim_outside_split(v, last, now, floor)
+        } else {
+            victim
         };
         if victim == NONE {
             self.enqueue(last, v);
