@@ -345,7 +345,8 @@ pub const STATES: usize = 7;
 /// what the hot paths read of any vCPU (placement, the pick's scoring of queue heads, a
 /// slice's start and stop); the second what every state change writes (`since`, the state
 /// times); the third the rest of a start and a wake (guards, charged time, moves) and the
-/// pops' `stale`; the last what only the entitlement update reads.
+/// pops' `stale`; the last what only the entitlement update reads (and migration throttling's
+/// `load_share`, off by default). The sampler reads the first three.
 #[derive(Debug, Clone)]
 #[repr(C, align(64))]
 pub struct Vcpu {
@@ -400,15 +401,22 @@ pub struct Vcpu {
     /// co-scheduled; kept from the entitlement update, which alone changes its inputs, rather
     /// than computed at every start
     slice: Time,
-    /// its share of its pCPU's load over the last entitlement interval, in [0, 1] (what
-    /// CPU-load-based migration throttling reads)
-    pub load_share: f64,
+    /// moves to a pCPU on another NUMA node (of `llc_migrations`), beside the other move
+    /// counts: the sampler reads all three, and so reads no vCPU's last line
+    pub node_migrations: u64,
     /// run-queue entries of this vCPU left behind by a VM-wide co-stop (`strict`,
     /// `relaxed-3x`), skipped when popped, or dropped when the vCPU is queued again (a scan);
     /// read by every pop of a co-scheduled vCPU
     stale: u32,
+    /// its VM's entitlement is its own limit (`place_key`), as of the last entitlement update;
+    /// on this line, which the update writes anyway (`guard`, `shield`), not on the last
+    at_limit: bool,
     /// EWMA of the demand estimate, in pCPUs (see `update_demand`)
     pub demand: f64,
+    /// its share of its pCPU's load over the last entitlement interval, in [0, 1] (what
+    /// CPU-load-based migration throttling reads; written by the demand walk, which writes
+    /// this line anyway)
+    pub load_share: f64,
     /// run ns at the last load-share update
     run_mark: u64,
     /// runnable ns (run + ready + mlmtd + costop) at the last demand update
@@ -419,10 +427,6 @@ pub struct Vcpu {
     pub demand_since: Time,
     /// the estimate holds a measurement, not the power-on guess
     pub demand_measured: bool,
-    /// its VM's entitlement is its own limit (`place_key`), as of the last entitlement update
-    at_limit: bool,
-    /// moves to a pCPU on another NUMA node (of `llc_migrations`; rare, so not beside them)
-    pub node_migrations: u64,
 }
 
 // the lines as laid out above
@@ -432,6 +436,8 @@ const _: () = {
     assert!(offset_of!(Vcpu, since) == 64);
     assert!(offset_of!(Vcpu, guard) == 128);
     assert!(offset_of!(Vcpu, demand) == 192);
+    assert!(offset_of!(Vcpu, at_limit) < 192);
+    assert!(offset_of!(Vcpu, node_migrations) < 192);
 };
 
 impl Vcpu {
@@ -455,7 +461,7 @@ impl Vcpu {
     /// [`CpuSched::set_state`] into the state it is in, which changes nothing else (the clock,
     /// the limiters and co-scheduling's paces follow state changes only).
     #[inline(always)]
-    fn accrue(&mut self, now: Time) {
+    pub(crate) fn accrue(&mut self, now: Time) {
         let dt = now - self.since;
         self.time_ns[self.state as usize] += dt;
         if self.state == VcpuState::Run {
@@ -991,6 +997,16 @@ impl CpuSched {
         let reach = ns_f(self.params.max_lag_ns) * vc.inv_weight;
         let credit = if from_hold && !vc.at_limit { 0.5 * reach } else { reach };
         vc.key = vc.key.clamp(clock - credit, clock + ns_f(self.params.max_debt_ns) * vc.inv_weight);
+    }
+
+    /// [`Self::account_all`] for a caller that visits every vCPU anyway (the sampler): settles
+    /// the hyperthreads' charges and returns the vCPUs, each to be brought to `now` with
+    /// [`Vcpu::accrue`] as it is visited, in one walk over the records instead of two.
+    pub(crate) fn vcpus_to_account(&mut self, now: Time) -> &mut [Vcpu] {
+        if self.ht.on {
+            self.ht_settle_all(now);
+        }
+        &mut self.vcpus
     }
 
     /// Bring every vCPU's counters up to `now` without changing any state (for sampling).
@@ -3165,9 +3181,10 @@ impl CpuSched {
                 heaviest = heaviest.max(w);
             }
             vc.alloc = sh.alloc;
-            // its VM's entitlement in MHz against its own limit (not a share of a pool's)
-            let vm_mhz = sh.alloc * f64::from(self.gangs[vc.vm as usize].n) * core;
-            vc.at_limit = vc.limited && self.limiters[vc.vm as usize].user_mhz.is_some_and(|l| vm_mhz >= l * (1.0 - 1e-9));
+            // its VM's entitlement in MHz against its own limit (not a share of a pool's); the
+            // VM's vCPU count (a line of its `Siblings`) read only for a limited one
+            vc.at_limit = vc.limited
+                && self.limiters[vc.vm as usize].user_mhz.is_some_and(|l| sh.alloc * f64::from(self.gangs[vc.vm as usize].n) * core >= l * (1.0 - 1e-9));
             vc.guard = if sh.satisfied || sh.alloc >= FULL_PCPU { sh.alloc } else { f64::NEG_INFINITY };
             vc.shield = if self.short[vc.vm as usize] { sh.alloc } else { vc.guard };
             let lag = ((clock - vc.key) * vc.weight).clamp(-max_debt, max_lag);

@@ -273,10 +273,11 @@ impl Sampler {
         self.prefault.finish();
     }
 
-    /// Append one interval ending at `now`. `sched` must be accounted up to `now`.
+    /// Append one interval ending at `now`; brings every vCPU's counters to `now` on the way
+    /// (what `CpuSched::account_all` does).
     /// (Never inlined: it runs once per interval, and inlined it bloats the event loop.)
     #[inline(never)]
-    pub fn sample(&mut self, now: Time, sched: &CpuSched, vms: &[VmRow], core_mhz: u64) {
+    pub fn sample(&mut self, now: Time, sched: &mut CpuSched, vms: &[VmRow], core_mhz: u64) {
         let t = now as f64 / NS_PER_S as f64;
         let interval = (now - self.last) as f64;
         let (vm_acc, vm_idx) = (&mut self.vm_acc, &mut self.vm_idx);
@@ -290,7 +291,11 @@ impl Sampler {
         // rows stored straight into reserved room (`Table::append`): a cell is a store
         let mut vcpu_rows = self.vcpu.append(sched.vcpus.len());
         let (mut run_total, mut used_total, mut ready_total) = (0u64, 0u64, 0u64);
-        for (v, vc) in sched.vcpus.iter().enumerate() {
+        // each vCPU's counters are brought to now as it is visited (`CpuSched::account_all`'s
+        // work, without a walk of its own over the 256-byte records)
+        for (v, vc) in sched.vcpus_to_account(now).iter_mut().enumerate() {
+            vc.accrue(now);
+            let vc = &*vc;
             let d: [u64; STATES] = std::array::from_fn(|s| vc.time_ns[s] - self.prev[v][s]);
             let used = vc.used_ns - self.prev_used[v];
             self.prev[v] = vc.time_ns;

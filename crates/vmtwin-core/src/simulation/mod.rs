@@ -451,11 +451,11 @@ impl Simulation {
                 self.queue.push(t + interval, Event::Entitlement);
             }
             Event::Sample => {
-                self.sched.account_all(t);
                 let since = t.saturating_sub(self.spec.sample_interval_ns);
                 let core = self.topo.core_mhz as f64;
                 let rows: Vec<VmRow> = self.vms.iter().zip(&self.vm_ent).map(|(v, &e)| vm_row(v, e, since, t, core)).collect();
-                self.sampler.sample(t, &self.sched, &rows, self.topo.core_mhz);
+                // (the sampler brings every vCPU's counters to `t` as it reads them)
+                self.sampler.sample(t, &mut self.sched, &rows, self.topo.core_mhz);
                 self.mem_sample(t);
                 self.sample_perf(t);
                 self.sample_barriers(t);
