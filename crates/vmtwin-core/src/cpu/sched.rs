@@ -1722,7 +1722,8 @@ impl CpuSched {
 
     /// Start a slice of `v` on `p`.
     fn start(&mut self, p: u32, v: u32, now: Time, q: &mut EventQueue) {
-        if self.idle[p as usize] {
+        // the count first: on a busy host no pCPU is idle, and it is one field, not a look-up
+        if self.idle_count > 0 && self.idle[p as usize] {
             self.idle[p as usize] = false;
             self.idle_count -= 1;
             self.idle_bits[p as usize / 64] &= !(1 << (p % 64));
@@ -1855,6 +1856,13 @@ impl CpuSched {
     /// timer is cancelled in `dispatch`.
     #[inline(always)]
     fn stop(&mut self, p: u32, now: Time) -> u32 {
+        self.stop_left(p, now).0
+    }
+
+    /// [`Self::stop`], also returning the work left in the stopped vCPU's burst (what
+    /// `slice_end` asks next, without looking the vCPU up again).
+    #[inline(always)]
+    fn stop_left(&mut self, p: u32, now: Time) -> (u32, Time) {
         if self.ht.on {
             // the slice so far at its rate; `ran` below is then 0
             self.ht_settle(p, now);
@@ -1871,11 +1879,12 @@ impl CpuSched {
         self.clock.charge(mark, now);
         let vc = &mut self.vcpus[v as usize];
         vc.key += ns_f(now - mark) * vc.inv_weight;
-        vc.work_left = vc.work_left.saturating_sub(ran);
+        let left = vc.work_left.saturating_sub(ran);
+        vc.work_left = left;
         if vc.limited | vc.cosched {
             self.stop_bound(v, ran, now);
         }
-        v
+        (v, left)
     }
 
     /// A slice timer fired. Returns the vCPU if its burst is done: the caller must then call
@@ -1885,8 +1894,8 @@ impl CpuSched {
             self.recheck_idle(p, now, q);
             return None;
         }
-        let v = self.stop(p, now);
-        if self.vcpus[v as usize].work_left == 0 {
+        let (v, left) = self.stop_left(p, now);
+        if left == 0 {
             return Some(v);
         }
         self.requeue(p, v, now, q);
