@@ -61,12 +61,23 @@ pub enum Next {
 }
 
 /// A VM's workload model (shared by its vCPUs; each vCPU brings its own random stream).
+///
+/// `repr(u8)`: the variant is a byte of its own, read with one load and compared at every
+/// wake-up and burst's end (the run loop's barrier test, then `on_wake` or `after_burst`).
+/// Without it Rust keeps the variant in a niche of `Trace`'s vector, which took eight
+/// instructions to decode at each of those tests. Each variant's small fields come first, so
+/// the enum stays 64 bytes (a tag byte before the vectors would have padded it to 72).
 #[derive(Debug, Clone)]
+#[repr(u8)]
 pub enum Workload {
     /// always halted
     Idle,
     /// duty-cycle bursts
     CpuBound {
+        /// burst and halt distribution
+        dist: BurstDist,
+        /// closed loop (think after each burst) or open loop (work arrives on its own clock)
+        arrivals: Arrivals,
         /// busy fraction in (0, 1]
         duty: f64,
         /// mean burst, ns
@@ -76,21 +87,17 @@ pub enum Workload {
         halt_ns: f64,
         /// open loop: mean gap between arrivals, `burst_ns / duty` ns
         gap_ns: f64,
-        /// burst and halt distribution
-        dist: BurstDist,
-        /// closed loop (think after each burst) or open loop (work arrives on its own clock)
-        arrivals: Arrivals,
     },
     /// piecewise-constant utilisation
     Trace {
+        /// start over at the end
+        repeat: bool,
         /// start of each segment relative to power-on, plus the end of the last
         starts: Vec<Time>,
         /// utilisation of each segment, clamped to [0, 1]
         utilization: Vec<f64>,
         /// burst, ns
         burst_ns: f64,
-        /// start over at the end
-        repeat: bool,
     },
     /// the wrapped workload, with one synchronous I/O after each burst
     SyncIo(Box<Workload>),
@@ -311,6 +318,9 @@ impl Workload {
         (utilization[k], Some(base + starts[k + 1]))
     }
 }
+
+// the tag byte and the small fields share the first word (see `Workload`)
+const _: () = assert!(std::mem::size_of::<Workload>() == 64);
 
 #[inline(always)]
 fn draw(mean: f64, dist: BurstDist, rng: &mut Rng) -> Time {
