@@ -86,13 +86,14 @@ pub struct RunQueue {
 
 impl RunQueue {
     /// Enqueue `vcpu` with virtual time `key` (>= 0); `seq` breaks ties, first come first.
+    /// Returns whether the queue was short (at most [`SHORT_QUEUE`] entries before).
     #[inline]
-    pub fn push(&mut self, key: f64, seq: u64, vcpu: u32) {
+    pub fn push(&mut self, key: f64, seq: u64, vcpu: u32) -> bool {
         let e = pack(key, seq, vcpu);
         let n = self.sorted.len();
         if n > SHORT_QUEUE {
             self.push_long(e);
-            return;
+            return false;
         }
         // a short queue: append, then one step per entry from the end, so that the new entry
         // sinks to its place; each step is one comparison with the new entry and two
@@ -111,6 +112,7 @@ impl RunQueue {
             hi = std::hint::select_unpredictable(below, e, a);
         }
         s[0] = hi;
+        true
     }
 
     /// [`Self::push`] into a queue of more than [`SHORT_QUEUE`] entries: the insertion point
@@ -168,9 +170,19 @@ impl QueueSet {
     /// Enqueue `vcpu` on pCPU `p`'s queue.
     #[inline(always)]
     pub fn push(&mut self, p: u32, key: f64, seq: u64, vcpu: u32) {
-        self.queues[p as usize].push(key, seq, vcpu);
+        let short = self.queues[p as usize].push(key, seq, vcpu);
         self.len += 1;
-        if pack(key, seq, p) < self.tree[self.leaves + p as usize] {
+        let leaf = self.leaves + p as usize;
+        let e = pack(key, seq, p);
+        if short {
+            // whether the new entry heads a short queue is a coin toss (a third mispredicted in
+            // callgrind's branch simulation): the leaf becomes the lesser of it and the old
+            // head, and the walk to the root runs either way (an unchanged leaf rewrites the
+            // same nodes)
+            let m = self.tree[leaf].min(e);
+            crate::sim::tree::set_leaf(&mut self.tree, leaf, m);
+        } else if e < self.tree[leaf] {
+            // a long queue's new entry seldom heads it
             self.refresh(p);
         }
     }
