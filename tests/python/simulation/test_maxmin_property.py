@@ -72,7 +72,7 @@ from vmtwin.scenario.loading import load_scenario
 KNOWN_GAPS = pytest.mark.xfail(
     strict=False,
     reason="issue 5 (docs/cpu-scheduler.md, census and open misses): near or past critical load a limited "
-           "VM and a backlogged one split unevenly (flat seeds 51, 99, 347, 501, 529; pooled seed 575)")
+           "VM and a backlogged one split unevenly (flat seeds 99, 501, 529; pooled seed 575)")
 
 DURATION_S = 60
 WARMUP_S = 5

@@ -363,6 +363,7 @@ impl PoolTree {
                     weight_mhz: if vm.powered_on { share_at(level, vm.shares, r, vm.cap_mhz) } else { 0.0 },
                     share_limit_mhz: (binding[id] && vm.powered_on).then(|| share_at(alloc_level, vm.shares, r, vm.cap_mhz)),
                     satisfied: fits && vm.powered_on && mhz >= bounds[v as usize].1 * (1.0 - 1e-9),
+                    held: vm.powered_on && mhz < bounds[v as usize].1 * (1.0 - 1e-9),
                 };
             }
         }
@@ -422,6 +423,9 @@ pub struct Entitlement {
     pub share_limit_mhz: Option<f64>,
     /// the host is uncommitted (every VM gets all it wants: demand, limit or vCPUs)
     pub satisfied: bool,
+    /// held back by the others: its allocation is below what it wants (its ceiling: demand,
+    /// limit or vCPUs)
+    pub held: bool,
 }
 
 /// A child's share at water level `level` (MHz per share), clamped to `[floor, ceiling]` (the
