@@ -34,19 +34,51 @@
 //! 16.70%. And a pool bucket resuming at half its depth or more was not scarce while its
 //! children ran, so their shares stopped splitting it (a 7-vCPU VM got 3.6% for its 64.4%).
 //!
+//! # Dormant pool limits
+//! A pool limit far from binding still cost every start, stop and look at a vCPU below it a
+//! refill, a test, an allowance and a charge (bench-mixed's three `dev` pool limits, which never
+//! bind, were 8% of its time). So a pool limiter sleeps while nothing can read its bucket. At
+//! its event (`LimitDormant`, `sched.rs`: `limit_dormant`) it takes `h`, the time its vCPUs would
+//! need to drain the bucket to the share split: the tokens above [`SHARE_SPLIT_BELOW`] of the
+//! depth, less what running slices have run and not yet been charged, over `width - rate`, where
+//! `width` is the most of its vCPUs that can run at once (their count, at most the pCPUs'). For
+//! `h` the bucket stays above the share split however its vCPUs run, so no throttle (below
+//! [`RESUME_BELOW`]), share split, yielding share bucket or release shield can depend on it; and
+//! its slice allowance binds no slice there, which is checked at each entitlement update (each
+//! vCPU's part of the tokens at the split, with every vCPU below wanting to run, at least its
+//! slice; if not, the pool never sleeps until the next update). If `h` is at least
+//! `limit_min_slice_ns` the limiter sleeps for `h`, at most [`DORMANT_MAX`] of the burst: its
+//! bucket is out of every walk, its VMs that no other bucket binds are not `limited`, and
+//! nothing is charged at their stops. At `now + h` the bucket is charged in bulk: the accrual
+//! since it slept less the RUN time its vCPUs were not charged for, capped at the depth once;
+//! then it sleeps again or wakes, and an awake pool looks again [`DORMANT_MAX`] of the burst
+//! later. Every dormant pool wakes at the entitlement update (shares, slices and share limits
+//! change there). While a pool sleeps the scheduler decides what it would with the per-stop
+//! bucket, so only the bucket's value after a dormancy can differ: per-stop charges cap at the
+//! depth continuously, the bulk charge once, so it can hold more, by at most one dormancy's
+//! accrual (`rate x h`, at most a quarter of the depth), and a pool that binds later may deliver
+//! that much more once. The window bound (known gaps) becomes `rate x (T + 2 h_max)` plus the
+//! depth: a dormancy at either end of the window counts whole, and a settled bucket is never
+//! below the share split. Cost: one event per pool every 20-25 ms with a pass over its vCPUs
+//! (bench-mixed: 466 K events over the hour, 2.2% more).
+//!
 //! # Tunables
 //! In [`super::CpuSchedParams`]: `limit_burst_ns` (bucket depth as wall time at the limit rate,
 //! default 100 ms, C5) and `limit_min_slice_ns` (the turn a throttled VM waits to earn per
 //! wanting vCPU, default 5 ms: Linux CFS's bandwidth slice; ESX's own is not documented, see
 //! the parameter). [`LIMIT_BORROW_NS`] (1 ms, chosen); [`SHARE_SPLIT_BELOW`]
-//! (1/2 of the depth, chosen); [`RESUME_BELOW`] (half of that, derived).
+//! (1/2 of the depth, chosen); [`RESUME_BELOW`] (half of that, derived); [`DORMANT_MAX`] (1/4 of
+//! the burst, chosen).
 //!
 //! # Counters
 //! %MLMTD per vCPU and VM (time held back by the limit), sampled by `metrics/`.
 //!
 //! # Known gaps
-//! - Over a window of length `T` a bucket lets through at most `rate x T` plus its depth: ESX's
+//! - Over a window of length `T` a bucket lets through at most `rate x T` plus its depth (a
+//!   pool's, with dormancy: `rate x (T + 2 h_max)` plus its depth, half a depth more): ESX's
 //!   own averaging window for limits is not documented in the seeds.
+//! - A dormant pool's bucket is charged in bulk from its vCPUs' RUN time: under hyperthreading
+//!   that is what `stop_bound` charges too (wall ns of RUN), so nothing differs there.
 
 use crate::sim::{ceil_f, min_f, ns_f, Time, NS_PER_MS};
 
@@ -69,6 +101,11 @@ pub const SHARE_SPLIT_BELOW: f64 = 0.5;
 /// keeps below the share split (a pool at its limit stays scarce, split by its children's
 /// shares) and below the depth (no accrual dropped at the cap while the turns run).
 pub const RESUME_BELOW: f64 = SHARE_SPLIT_BELOW / 2.0;
+
+/// Longest a pool limit stays dormant at a time, as a fraction of `limit_burst_ns` (the depth as
+/// wall time at the limit's rate): what a dormancy's bulk charge can credit beyond the
+/// per-stop charges is at most its accrual, a quarter of the depth. Chosen.
+pub const DORMANT_MAX: f64 = 0.25;
 
 /// One VM's limit bucket.
 #[derive(Debug, Clone)]

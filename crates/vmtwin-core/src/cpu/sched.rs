@@ -152,7 +152,7 @@ use super::cache::CacheWarmth;
 use super::cells::Cells;
 use super::clock::FairClock;
 use super::cosched::{bits, gang_needs, next_laggard_in, CoschedMode, Lead, Pace, Siblings, SKEW_TICK_NS};
-use super::limit::{TokenBucket, LIMIT_BORROW_NS};
+use super::limit::{TokenBucket, DORMANT_MAX, LIMIT_BORROW_NS, SHARE_SPLIT_BELOW};
 use super::params::CpuSchedParams;
 use super::runqueue::QueueSet;
 use crate::hw::Topology;
@@ -549,6 +549,18 @@ pub struct Limiter {
     pub active_alloc: f64,
     /// how many vCPUs under this limiter want to run
     pub active_n: u32,
+    /// a pool limiter's bucket while the limiter is dormant (`bucket` is then `None`, so every
+    /// walk skips it; `limit.rs`, dormant pool limits)
+    pub asleep: Option<TokenBucket>,
+    /// the run ns its vCPUs had been charged for when its dormancy began (`charged_below`)
+    pub asleep_mark: u64,
+    /// the VMs below a pool limiter, in VM order (empty for a VM's own)
+    pub vms: Vec<u32>,
+    /// most of a pool limiter's vCPUs that can run at once: their count, at most the pCPUs'
+    pub width: f64,
+    /// a pool bucket at the share split or above never shortens a slice (`start_bound`) at the
+    /// current entitlements and slices, with every vCPU below wanting to run (`set_weights`)
+    pub slice_free: bool,
 }
 
 /// Scheduler decisions worth counting.
@@ -1286,7 +1298,11 @@ impl CpuSched {
         let id = self.limiters.len() as u32;
         let bucket = TokenBucket::new(limit_mhz as f64, self.core_mhz, self.params.limit_burst_ns, self.params.limit_min_slice_ns, 0);
         // called before any VM is powered on, so no vCPU is active yet
-        self.limiters.push(Limiter { bucket: Some(bucket), ..Limiter::default() });
+        let mut below = vms.to_vec();
+        below.sort_unstable();
+        let n: usize = vms.iter().map(|&vm| self.vcpus_of(vm).len()).sum();
+        let width = n.min(self.pcpus.len()) as f64;
+        self.limiters.push(Limiter { bucket: Some(bucket), vms: below, width, ..Limiter::default() });
         self.limits_set = true;
         for &vm in vms {
             self.chains[vm as usize].push(id);
@@ -3073,6 +3089,143 @@ impl CpuSched {
         }
     }
 
+    /// Schedule every pool limiter's first look at dormancy (`limit_dormant`): when its bucket,
+    /// which starts holding one turn, could first be full.
+    pub fn start_dormancy(&mut self, q: &mut EventQueue) {
+        for (l, s) in self.limiters.iter().enumerate() {
+            if let (false, Some(b)) = (s.vms.is_empty(), &s.bucket) {
+                let at = if b.rate > 0.0 { ceil_f((b.depth - b.tokens) / b.rate) as Time } else { Time::MAX };
+                if at != Time::MAX {
+                    q.push(at.max(1), Event::LimitDormant { limiter: l as u32 });
+                }
+            }
+        }
+    }
+
+    /// Pool limiter `l`'s vCPUs at `now`: the run ns its bucket has been charged for or would
+    /// have been (`stop_bound` charges a slice when it stops: their RUN time less what their
+    /// running slices have run so far), and what their running slices have run so far.
+    fn pool_run(&self, l: usize, now: Time) -> (u64, u64) {
+        let (mut charged, mut pending) = (0, 0);
+        for &vm in &self.limiters[l].vms {
+            for vc in &self.vcpus[self.vcpus_of(vm)] {
+                charged += vc.time_ns[VcpuState::Run as usize];
+                if vc.state == VcpuState::Run {
+                    let start = self.pcpus[vc.pcpu as usize].slice_start;
+                    charged -= vc.since - start;
+                    pending += now - start;
+                }
+            }
+        }
+        (charged, pending)
+    }
+
+    /// Pool limiter `l`'s dormancy event (`limit.rs`, dormant pool limits): a dormant limiter's
+    /// bucket is charged in bulk for what its vCPUs ran since it slept; then, if the bucket is
+    /// far enough above the share split, the limiter sleeps (on) until its vCPUs could have
+    /// drained it there, or else wakes (stays awake) and looks again `DORMANT_MAX` later.
+    pub fn limit_dormant(&mut self, l: u32, now: Time, q: &mut EventQueue) {
+        let li = l as usize;
+        let hmax = DORMANT_MAX * ns_f(self.params.limit_burst_ns);
+        let hmin = ns_f(self.params.limit_min_slice_ns);
+        let (charged, pending) = self.pool_run(li, now);
+        let s = &mut self.limiters[li];
+        let asleep = s.asleep.is_some();
+        let b = match (s.asleep.as_mut(), s.bucket.as_mut()) {
+            (Some(b), _) => {
+                // accrual since it slept less what ran, capped at the depth once
+                let accrued = ns_f(now - b.updated) * b.rate;
+                b.tokens = min_f(b.tokens + accrued - ns_f(charged - s.asleep_mark), b.depth);
+                b.updated = now;
+                b
+            }
+            (None, Some(b)) => {
+                b.refill(now);
+                b
+            }
+            (None, None) => return,
+        };
+        let mut h = 0.0;
+        if s.slice_free && !s.refill_pending && s.held.is_empty() {
+            // at most `width` of its vCPUs run at once, each spending a token a ns, and the
+            // running slices' time so far is still to be charged
+            let drain = s.width - b.rate;
+            let headroom = b.tokens - ns_f(pending) - SHARE_SPLIT_BELOW * b.depth;
+            h = if drain <= 0.0 { hmax } else { min_f(headroom / drain, hmax) };
+        }
+        if h >= hmin {
+            s.asleep_mark = charged;
+            if !asleep {
+                s.asleep = s.bucket.take();
+                self.relimit_below(li);
+            }
+            q.push(now + h as Time, Event::LimitDormant { limiter: l });
+        } else {
+            if asleep {
+                self.wake_limiter(li);
+            }
+            q.push(now + hmax as Time, Event::LimitDormant { limiter: l });
+        }
+    }
+
+    /// Pool limiter `l` went to sleep: its VMs are limited only if another bucket binds them.
+    fn relimit_below(&mut self, l: usize) {
+        for i in 0..self.limiters[l].vms.len() {
+            let vm = self.limiters[l].vms[i];
+            let limited = self.chains[vm as usize].iter().any(|&c| self.limiters[c as usize].bucket.is_some());
+            let r = self.vcpus_of(vm);
+            for vc in &mut self.vcpus[r] {
+                vc.limited = limited;
+            }
+        }
+    }
+
+    /// Dormant pool limiter `l` wakes up early (entitlements are about to change): its bucket
+    /// charged in bulk up to `now`, as at its event, which stays pending.
+    fn rouse(&mut self, l: usize, now: Time) {
+        let (charged, _) = self.pool_run(l, now);
+        let s = &mut self.limiters[l];
+        let b = s.asleep.as_mut().expect("dormant");
+        let accrued = ns_f(now - b.updated) * b.rate;
+        b.tokens = min_f(b.tokens + accrued - ns_f(charged - s.asleep_mark), b.depth);
+        b.updated = now;
+        self.wake_limiter(l);
+    }
+
+    /// Put dormant pool limiter `l`'s (settled) bucket back, mark its VMs limited again, and
+    /// rebuild the active weights that were not kept while they were not.
+    fn wake_limiter(&mut self, l: usize) {
+        let s = &mut self.limiters[l];
+        s.bucket = s.asleep.take();
+        let vms = std::mem::take(&mut s.vms);
+        let (mut a, mut n) = (0.0, 0);
+        for &vm in &vms {
+            let flipped = !self.vcpus[self.vcpus_of(vm).start].limited;
+            let (mut va, mut vn) = (0.0, 0);
+            let r = self.vcpus_of(vm);
+            for vc in &mut self.vcpus[r] {
+                vc.limited = true;
+                if ACTIVE[vc.state as usize] {
+                    va += vc.bucket_part();
+                    vn += 1;
+                }
+            }
+            a += va;
+            n += vn;
+            if flipped {
+                // its own limiter had no bucket (else it stayed limited): only its weights
+                let own = &mut self.limiters[vm as usize];
+                own.active_alloc = va;
+                own.active_n = vn;
+            }
+        }
+        let s = &mut self.limiters[l];
+        s.vms = vms;
+        s.active_alloc = a;
+        s.active_n = n;
+        s.bucket.as_mut().expect("woken").set_active(n);
+    }
+
     /// A limit refill event fired: release what the limiter held (another limiter up the chain
     /// may hold them again).
     pub fn limit_refill(&mut self, l: u32, gen: u32, now: Time, q: &mut EventQueue) {
@@ -3136,6 +3289,14 @@ impl CpuSched {
     /// the array is far larger than the L1 cache, and three walks read every line three times.
     /// Each vCPU's arithmetic is the same, in the same order, as in three separate walks.
     pub fn update_demand(&mut self, now: Time, interval: Time) {
+        // entitlements, slices and share limits change next: a dormant pool's condition was
+        // checked against the old ones (`limit_dormant`), so each wakes, to be looked at again
+        // at its pending event
+        for l in 0..self.limiters.len() {
+            if self.limiters[l].asleep.is_some() {
+                self.rouse(l, now);
+            }
+        }
         if self.ht.on {
             self.ht_settle_all(now);
         }
@@ -3329,6 +3490,20 @@ impl CpuSched {
             if let Some(b) = &mut l.bucket {
                 b.set_active(l.active_n);
             }
+        }
+        // whether a pool bucket's slice allowance can bind at the share split (dormancy needs
+        // it not to): `tokens x mine / active` there is at least `floor x mine / all`
+        for l in 0..self.limiters.len() {
+            let s = &self.limiters[l];
+            let Some(b) = s.bucket.as_ref().filter(|_| !s.vms.is_empty()) else { continue };
+            let floor = SHARE_SPLIT_BELOW * b.depth;
+            let all: f64 = s.vms.iter().flat_map(|&vm| self.vcpus[self.vcpus_of(vm)].iter()).map(|vc| vc.bucket_part()).sum();
+            let free = s.vms.iter().flat_map(|&vm| self.vcpus[self.vcpus_of(vm)].iter()).all(|vc| {
+                let mine = vc.bucket_part();
+                // a millionth of margin for the roundings of the active sum and the product
+                floor * (mine / max_f(all, mine)) >= ns_f(vc.slice) * 1.000_001
+            });
+            self.limiters[l].slice_free = free;
         }
         let now_f = ns_f(now);
         for pc in &mut self.pcpus {

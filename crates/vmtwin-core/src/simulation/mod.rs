@@ -226,6 +226,7 @@ impl Simulation {
         sim.recompute_entitlements();
         sim.queue.push(sim.spec.cpu_sched.entitlement_interval_ns, Event::Entitlement);
         sim.queue.push(sim.spec.sample_interval_ns, Event::Sample);
+        sim.sched.start_dormancy(&mut sim.queue);
         Ok(sim)
     }
 
@@ -442,6 +443,7 @@ impl Simulation {
         match ev {
             Event::Wake { .. } | Event::SliceEnd { .. } => unreachable!("handled by the run loop's step"),
             Event::LimitRefill { limiter, gen } => self.sched.limit_refill(limiter, gen, t, &mut self.queue),
+            Event::LimitDormant { limiter } => self.sched.limit_dormant(limiter, t, &mut self.queue),
             Event::Cosched { vm, gen } => self.sched.cosched_check(vm, gen, t, &mut self.queue),
             Event::Entitlement => {
                 let interval = self.spec.cpu_sched.entitlement_interval_ns;
