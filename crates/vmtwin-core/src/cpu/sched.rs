@@ -3109,11 +3109,14 @@ impl CpuSched {
         let (mut charged, mut pending) = (0, 0);
         for &vm in &self.limiters[l].vms {
             for vc in &self.vcpus[self.vcpus_of(vm)] {
-                charged += vc.time_ns[VcpuState::Run as usize];
                 if vc.state == VcpuState::Run {
+                    // a slice re-armed without a state change starts after `since`: in that
+                    // order the sum never goes below zero
                     let start = self.pcpus[vc.pcpu as usize].slice_start;
-                    charged -= vc.since - start;
+                    charged += vc.time_ns[VcpuState::Run as usize] + start - vc.since;
                     pending += now - start;
+                } else {
+                    charged += vc.time_ns[VcpuState::Run as usize];
                 }
             }
         }
