@@ -50,3 +50,32 @@ fn dormant_pool_limit_wakes_when_load_arrives() {
     assert!(used > 0.95 * 2.0 * (15 * S) as f64, "the VMs used {used} ns");
     assert!(mlmtd > 3 * S, "held time {mlmtd} ns: the limit binds in the busy phases");
 }
+
+/// A VM's own limit holds while its share of a pool limit is tighter and yields (`share_yields`:
+/// no pool bucket above is scarce). On one pCPU a busy VM limited to 5% sits in a pool limited
+/// to 25% beside an idle VM with five times its shares: until the first demand estimate every
+/// VM is taken to want a whole pCPU, so its share (a sixth of 25%) is below its own limit, and
+/// the share yields because the idle sibling leaves the pool's bucket full. Its own limit must
+/// still hold: before the own limit was kept apart from the share it ran at the pool's 25% for
+/// the first second (243 ms of 1,000).
+#[test]
+fn own_limit_holds_while_a_tighter_share_yields() {
+    let idle = vmtwin_core::spec::WorkloadSpec::Idle;
+    let mut s = spec(
+        1,
+        2 * S,
+        vec![vm("capped", 1, 1000, 0, Some(CORE_MHZ / 20), busy()), vm("sibling", 1, 5000, 0, None, idle.clone()), vm("root", 1, 1000, 0, None, idle)],
+    );
+    s.pools = vec![PoolSpec { name: "p".into(), parent: None, shares: 1000, reservation_mhz: 0, limit_mhz: Some(CORE_MHZ / 4), expandable: true }];
+    s.vms[0].pool = Some("p".into());
+    s.vms[1].pool = Some("p".into());
+    let mut sim = Simulation::new(s).unwrap();
+    for second in 1..=2 {
+        sim.run_until(second * S, &mut |_| true).unwrap();
+        let used = sim.vm_counters(0)[5] as f64;
+        // 5% of the time so far, plus the bucket's depth (100 ms at 5%) and a turn (5 ms)
+        let bound = 0.05 * (second * S + 100 * MS) as f64 + (5 * MS) as f64;
+        assert!(used <= bound, "after {second} s the 5%-limited VM used {used} ns (bound {bound})");
+        assert!(used >= 0.045 * (second * S) as f64, "after {second} s it used {used} ns: under its limit");
+    }
+}

@@ -18,12 +18,13 @@
 //! A VM's share of a binding pool limit (`sched.rs`) binds only while the pool's bucket is
 //! scarce, holding less than [`SHARE_SPLIT_BELOW`] of its depth. Past that the pool's children
 //! are leaving its tokens unused, and a full bucket would drop them. A child its share holds
-//! back then runs on (the pool's bucket still binds it), so a pool whose children want more than
-//! its limit delivers the limit. Without this a child read as entitled to more than it uses (its
-//! demand estimate counts its READY time) kept the rest of the limit from its backlogged
-//! siblings: a fixed pool at a 189-point limit delivered 182. While the split binds, a
-//! released child does not preempt another child of the pool (`sched.rs`, `place_with`): the
-//! split is the share buckets', not the fair clock's.
+//! back then runs on (the pool's bucket still binds it, and so does its own limit: while the
+//! share is the tighter of the two, the VM's own limit is kept in a bucket apart, which never
+//! yields), so a pool whose children want more than its limit delivers the limit. Without this
+//! a child read as entitled to more than it uses (its demand estimate counts its READY time)
+//! kept the rest of the limit from its backlogged siblings: a fixed pool at a 189-point limit
+//! delivered 182. While the split binds, a released child does not preempt another child of the
+//! pool (`sched.rs`, `place_with`): the split is the share buckets', not the fair clock's.
 //!
 //! A throttled bucket's resume level is at most a quarter of its depth ([`RESUME_BELOW`]); past
 //! that each vCPU's turn is shorter than `limit_min_slice_ns`. A slice is charged when it ends,

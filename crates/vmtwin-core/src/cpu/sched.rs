@@ -544,6 +544,10 @@ pub struct Limiter {
     pub user_mhz: Option<f64>,
     /// a VM's share of a binding pool limit above it, MHz (see `set_share_limit`)
     pub share_mhz: Option<f64>,
+    /// a VM's own limit, kept apart while its share is tighter (`bucket` then runs at the
+    /// share): the share yields when no pool bucket above is scarce (`share_yields`), the own
+    /// limit never does
+    pub user: Option<TokenBucket>,
     /// summed entitlement (pCPUs) of the vCPUs under this limiter that want to run (RUN, READY,
     /// MLMTD): each gets its bucket's tokens in proportion to its entitlement
     pub active_alloc: f64,
@@ -1238,9 +1242,15 @@ impl CpuSched {
         s.active_n = n;
         s.user_mhz = limit_mhz.map(|l| l as f64);
         let effective = min_limit(s.user_mhz, s.share_mhz);
-        s.bucket = effective.map(|l| TokenBucket::new(l, self.core_mhz, self.params.limit_burst_ns, self.params.limit_min_slice_ns, now));
+        let (core, burst, turn) = (self.core_mhz, self.params.limit_burst_ns, self.params.limit_min_slice_ns);
+        s.bucket = effective.map(|l| TokenBucket::new(l, core, burst, turn, now));
+        // the own limit apart while the share is tighter (`set_share_limit`)
+        s.user = match (s.user_mhz, s.share_mhz) {
+            (Some(u), Some(sh)) if sh < u => Some(TokenBucket::new(u, core, burst, turn, now)),
+            _ => None,
+        };
         self.limits_set |= limited || effective.is_some();
-        if let Some(b) = &mut s.bucket {
+        for b in s.bucket.iter_mut().chain(s.user.iter_mut()) {
             b.set_active(n);
         }
         // a pending refill belongs to the old bucket
@@ -1268,6 +1278,24 @@ impl CpuSched {
         let before = min_limit(s.user_mhz, s.share_mhz);
         s.share_mhz = share_mhz;
         let after = min_limit(s.user_mhz, s.share_mhz);
+        // the own limit's bucket apart while the share is tighter: taken from the bucket as it
+        // stood when the share became the tighter (it was tracking the own limit), handed back
+        // when the own limit is the tighter again
+        let share_binds = matches!((s.user_mhz, share_mhz), (Some(u), Some(sh)) if sh < u);
+        match (share_binds, s.user.is_some()) {
+            (true, false) => {
+                let mut u = s.bucket.clone().expect("a VM with its own limit has a bucket");
+                u.refill(now);
+                s.user = Some(u);
+            }
+            (false, true) => {
+                let mut u = s.user.take().expect("checked");
+                u.refill(now);
+                u.set_active(s.active_n);
+                s.bucket = Some(u);
+            }
+            _ => {}
+        }
         match (before, after) {
             (Some(b), Some(a)) if (a - b).abs() <= 1e-9 * b => {}
             (Some(_), Some(a)) => {
@@ -1959,6 +1987,12 @@ impl CpuSched {
             if let Some(b) = &mut lim.bucket {
                 b.refill(now);
                 b.tokens -= ns_f(ran);
+            }
+        }
+        if !chain.is_empty() {
+            if let Some(u) = &mut self.limiters[vm as usize].user {
+                u.refill(now);
+                u.tokens -= ns_f(ran);
             }
         }
         if vc.cosched {
@@ -3055,9 +3089,17 @@ impl CpuSched {
     /// and say so.
     #[cold]
     fn share_yields(&mut self, vm: usize, now: Time) -> bool {
-        let own = &self.limiters[vm];
+        let own = &mut self.limiters[vm];
         if !own.share_mhz.is_some_and(|share| own.user_mhz.is_none_or(|u| share < u)) {
             return false;
+        }
+        // the VM's own limit, kept apart while the share is tighter, never yields
+        if let Some(u) = own.user.as_mut() {
+            u.refill(now);
+            u.set_active(own.active_n);
+            if u.exhausted() {
+                return false;
+            }
         }
         for &p in &self.chains[vm][1..] {
             if let Some(b) = self.limiters[p as usize].bucket.as_mut() {
@@ -3081,7 +3123,16 @@ impl CpuSched {
         s.held.push(v);
         if !s.refill_pending {
             let b = s.bucket.as_ref().expect("held only under a limit");
-            let wait = b.time_to_resume();
+            let mut wait = b.time_to_resume();
+            // held by its own limit where the share would yield: look again when that refills
+            // (it refills faster than the share; not exhausted, the share is what holds it)
+            if let Some(u) = s.user.as_mut() {
+                u.refill(now);
+                u.set_active(s.active_n);
+                if u.exhausted() {
+                    wait = wait.min(u.time_to_resume());
+                }
+            }
             if wait != Time::MAX {
                 s.refill_pending = true;
                 q.push(now + wait, Event::LimitRefill { limiter: l, gen: s.refill_gen });
