@@ -3497,6 +3497,11 @@ impl CpuSched {
         }
         // one pass: new weight and key, then the clock's sums and the limiters' active weights
         // rebuilt from them (in vCPU order, as before, so the float sums are the same)
+        // the least any powered-on vCPU is entitled to: a vCPU entitled to no more than that (a
+        // preemption's tolerance aside) can pass no preemption on (`pass_on` takes only a pCPU
+        // running a vCPU entitled to less), and on a host where every VM is held back at one
+        // water level that is every vCPU, so the preemption path skips `pass_on`'s scan
+        let least = self.vcpus.iter().filter(|vc| vc.state != VcpuState::Off).map(|vc| per_vm[vc.vm as usize].alloc).fold(f64::INFINITY, min_f);
         let mut heaviest = MIN_WEIGHT;
         new_keys.clear();
         new_keys.resize(self.vcpus.len(), 0.0);
@@ -3511,7 +3516,7 @@ impl CpuSched {
             // VM's vCPU count (a line of its `Siblings`) read only for a limited one
             vc.at_limit = vc.limited
                 && self.limiters[vc.vm as usize].user_mhz.is_some_and(|l| sh.alloc * f64::from(self.gangs[vc.vm as usize].n) * core >= l * (1.0 - 1e-9));
-            vc.passes_on = sh.held && self.under[vc.vm as usize];
+            vc.passes_on = sh.held && self.under[vc.vm as usize] && least < sh.alloc - GUARD_EPS;
             vc.guard = if sh.satisfied || sh.alloc >= FULL_PCPU { sh.alloc } else { f64::NEG_INFINITY };
             vc.shield = if self.short[vc.vm as usize] { sh.alloc } else { vc.guard };
             let lag = ((clock - vc.key) * vc.weight).clamp(-max_debt, max_lag);
