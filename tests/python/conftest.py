@@ -5,10 +5,19 @@ which random examples a run happened to draw; locally it keeps exploring new one
 """
 
 import os
+import signal
 from typing import NamedTuple
 
 import pytest
 from hypothesis import settings
+
+# A shell without job control starts its background commands with SIGINT ignored (`make test &`,
+# `nohup`), and an ignored SIGINT is inherited by every process started from them: Python then
+# installs no KeyboardInterrupt handler, and the `vmtwin` command rightly keeps SIGINT ignored.
+# The Ctrl-C tests check what a user at a terminal gets, so the suite restores that: Python's
+# own handler here, the default in the commands it starts (an exec resets a handler, not SIG_IGN).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI") == "true":
