@@ -163,6 +163,16 @@ impl TokenBucket {
         self.updated = now;
     }
 
+    /// A dormant pool bucket's bulk charge at `now` (`limit.rs`, dormant pool limits): the
+    /// accrual since `updated` less `ran_ns` of RUN time its vCPUs were not charged for, capped
+    /// at the depth once (per-stop charges cap continuously).
+    #[inline]
+    pub fn charge_bulk(&mut self, now: Time, ran_ns: u64) {
+        let accrued = ns_f(now - self.updated) * self.rate;
+        self.tokens = min_f(self.tokens + accrued - ns_f(ran_ns), self.depth);
+        self.updated = now;
+    }
+
     /// `x.min(self.depth)` by [`min_f`]: the depth is never NaN (`new` takes it as a `max` with
     /// a number), and this is on the refill of every start and stop of a limited vCPU.
     #[inline(always)]

@@ -3187,10 +3187,7 @@ impl CpuSched {
         let asleep = s.asleep.is_some();
         let b = match (s.asleep.as_mut(), s.bucket.as_mut()) {
             (Some(b), _) => {
-                // accrual since it slept less what ran, capped at the depth once
-                let accrued = ns_f(now - b.updated) * b.rate;
-                b.tokens = min_f(b.tokens + accrued - ns_f(charged - s.asleep_mark), b.depth);
-                b.updated = now;
+                b.charge_bulk(now, charged - s.asleep_mark);
                 b
             }
             (None, Some(b)) => {
@@ -3239,10 +3236,7 @@ impl CpuSched {
     fn rouse(&mut self, l: usize, now: Time) {
         let (charged, _) = self.pool_run(l, now);
         let s = &mut self.limiters[l];
-        let b = s.asleep.as_mut().expect("dormant");
-        let accrued = ns_f(now - b.updated) * b.rate;
-        b.tokens = min_f(b.tokens + accrued - ns_f(charged - s.asleep_mark), b.depth);
-        b.updated = now;
+        s.asleep.as_mut().expect("dormant").charge_bulk(now, charged - s.asleep_mark);
         self.wake_limiter(l);
     }
 
