@@ -642,6 +642,12 @@ pub struct CpuSched {
     /// bucket, no active weight) and `set_weights` skips them (1,024 of them, a cache line or
     /// two each, on a 1,024-VM host)
     limits_set: bool,
+    /// generation of the pending dormancy look (`look_dormancy`), bumped to make it stale
+    dormant_gen: u32,
+    /// the VMs below some pool limit, in VM order (`start_dormancy`)
+    pool_vms: Vec<u32>,
+    /// `look_dormancy`'s per-pool sums (charged, pending), kept for their room
+    pool_sums: Vec<(u64, u64)>,
     /// decision counters
     pub stats: SchedStats,
     pcpus: Vec<Pcpu>,
@@ -825,6 +831,9 @@ impl CpuSched {
             limiters: vec![Limiter::default(); vcpus_per_vm.len()],
             chains: (0..vcpus_per_vm.len() as u32).map(|vm| vec![vm]).collect(),
             limits_set: false,
+            dormant_gen: 0,
+            pool_vms: Vec::new(),
+            pool_sums: Vec::new(),
             stats: SchedStats::default(),
             pcpus: vec![Pcpu { running: NONE, run_guard: f64::NEG_INFINITY, ..Pcpu::default() }; n],
             queues,
@@ -3140,82 +3149,135 @@ impl CpuSched {
         }
     }
 
-    /// Schedule every pool limiter's first look at dormancy (`limit_dormant`): when its bucket,
-    /// which starts holding one turn, could first be full.
+    /// Schedule the pool limiters' first look at dormancy (`look_dormancy`): when the first of
+    /// their buckets, which start holding one turn, could be full.
     pub fn start_dormancy(&mut self, q: &mut EventQueue) {
-        for (l, s) in self.limiters.iter().enumerate() {
+        let first = self.chains.len();
+        let mut vms: Vec<u32> = self.limiters[first..].iter().flat_map(|s| s.vms.iter().copied()).collect();
+        vms.sort_unstable();
+        vms.dedup();
+        self.pool_vms = vms;
+        let mut at = Time::MAX;
+        for s in &self.limiters[first..] {
             if let (false, Some(b)) = (s.vms.is_empty(), &s.bucket) {
-                let at = if b.rate > 0.0 { ceil_f((b.depth - b.tokens) / b.rate) as Time } else { Time::MAX };
-                if at != Time::MAX {
-                    q.push(at.max(1), Event::LimitDormant { limiter: l as u32 });
+                if b.rate > 0.0 {
+                    at = at.min(ceil_f((b.depth - b.tokens) / b.rate) as Time);
                 }
             }
         }
+        if at != Time::MAX {
+            q.push(at.max(1), Event::LimitDormant { gen: self.dormant_gen });
+        }
     }
 
-    /// Pool limiter `l`'s vCPUs at `now`: the run ns its bucket has been charged for or would
+    /// VM `vm`'s vCPUs at `now`: the run ns a bucket binding it has been charged for or would
     /// have been (`stop_bound` charges a slice when it stops: their RUN time less what their
     /// running slices have run so far), and what their running slices have run so far.
-    fn pool_run(&self, l: usize, now: Time) -> (u64, u64) {
+    #[inline]
+    fn vm_run(&self, vm: u32, now: Time) -> (u64, u64) {
         let (mut charged, mut pending) = (0, 0);
-        for &vm in &self.limiters[l].vms {
-            for vc in &self.vcpus[self.vcpus_of(vm)] {
-                if vc.state == VcpuState::Run {
-                    // a slice re-armed without a state change starts after `since`: in that
-                    // order the sum never goes below zero
-                    let start = self.pcpus[vc.pcpu as usize].slice_start;
-                    charged += vc.time_ns[VcpuState::Run as usize] + start - vc.since;
-                    pending += now - start;
-                } else {
-                    charged += vc.time_ns[VcpuState::Run as usize];
-                }
+        for vc in &self.vcpus[self.vcpus_of(vm)] {
+            if vc.state == VcpuState::Run {
+                // a slice re-armed without a state change starts after `since`: in that
+                // order the sum never goes below zero
+                let start = self.pcpus[vc.pcpu as usize].slice_start;
+                charged += vc.time_ns[VcpuState::Run as usize] + start - vc.since;
+                pending += now - start;
+            } else {
+                charged += vc.time_ns[VcpuState::Run as usize];
             }
         }
         (charged, pending)
     }
 
-    /// Pool limiter `l`'s dormancy event (`limit.rs`, dormant pool limits): a dormant limiter's
-    /// bucket is charged in bulk for what its vCPUs ran since it slept; then, if the bucket is
-    /// far enough above the share split, the limiter sleeps (on) until its vCPUs could have
-    /// drained it there, or else wakes (stays awake) and looks again `DORMANT_MAX` later.
-    pub fn limit_dormant(&mut self, l: u32, now: Time, q: &mut EventQueue) {
-        let li = l as usize;
+    /// Pool limiter `l`'s vCPUs at `now`, as [`Self::vm_run`] gives them.
+    fn pool_run(&self, l: usize, now: Time) -> (u64, u64) {
+        let (mut charged, mut pending) = (0, 0);
+        for &vm in &self.limiters[l].vms {
+            let (c, p) = self.vm_run(vm, now);
+            charged += c;
+            pending += p;
+        }
+        (charged, pending)
+    }
+
+    /// The dormancy look's event fired: stale unless `gen` matches (a look at the entitlement
+    /// update took its place).
+    pub fn limit_dormant(&mut self, gen: u32, now: Time, q: &mut EventQueue) {
+        if gen == self.dormant_gen {
+            self.look_dormancy(now, q);
+        }
+    }
+
+    /// Every pool limiter's look at dormancy (`limit.rs`, dormant pool limits), in one pass over
+    /// the VMs below them: a dormant limiter's bucket is charged in bulk for what its vCPUs ran
+    /// since it slept; then, if the bucket is far enough above the share split, the limiter
+    /// sleeps (on) until its vCPUs could have drained it there, or else wakes (stays awake).
+    /// All look again at the soonest of those times, an awake one `DORMANT_MAX` later at most.
+    pub fn look_dormancy(&mut self, now: Time, q: &mut EventQueue) {
+        let first = self.chains.len();
+        if self.pool_vms.is_empty() {
+            return;
+        }
         let hmax = DORMANT_MAX * ns_f(self.params.limit_burst_ns);
         let hmin = ns_f(self.params.limit_min_slice_ns);
-        let (charged, pending) = self.pool_run(li, now);
-        let s = &mut self.limiters[li];
-        let asleep = s.asleep.is_some();
-        let b = match (s.asleep.as_mut(), s.bucket.as_mut()) {
-            (Some(b), _) => {
-                b.charge_bulk(now, charged - s.asleep_mark);
-                b
+        // (charged, pending) per pool limiter, summed VM by VM (whole ns: any order)
+        let mut sums = std::mem::take(&mut self.pool_sums);
+        sums.clear();
+        sums.resize(self.limiters.len() - first, (0, 0));
+        for &vm in &self.pool_vms {
+            let (c, p) = self.vm_run(vm, now);
+            for &l in &self.chains[vm as usize][1..] {
+                let sum = &mut sums[l as usize - first];
+                sum.0 += c;
+                sum.1 += p;
             }
-            (None, Some(b)) => {
-                b.refill(now);
-                b
-            }
-            (None, None) => return,
-        };
-        let mut h = 0.0;
-        if s.slice_free && !s.refill_pending && s.held.is_empty() {
-            // at most `width` of its vCPUs run at once, each spending a token a ns, and the
-            // running slices' time so far is still to be charged
-            let drain = s.width - b.rate;
-            let headroom = b.tokens - ns_f(pending) - SHARE_SPLIT_BELOW * b.depth;
-            h = if drain <= 0.0 { hmax } else { min_f(headroom / drain, hmax) };
         }
-        if h >= hmin {
-            s.asleep_mark = charged;
-            if !asleep {
-                s.asleep = s.bucket.take();
-                self.relimit_below(li);
+        let mut next = f64::INFINITY;
+        for (i, &(charged, pending)) in sums.iter().enumerate() {
+            let li = first + i;
+            let s = &mut self.limiters[li];
+            if s.vms.is_empty() {
+                continue;
             }
-            q.push(now + h as Time, Event::LimitDormant { limiter: l });
-        } else {
-            if asleep {
-                self.wake_limiter(li);
+            let asleep = s.asleep.is_some();
+            let b = match (s.asleep.as_mut(), s.bucket.as_mut()) {
+                (Some(b), _) => {
+                    b.charge_bulk(now, charged - s.asleep_mark);
+                    b
+                }
+                (None, Some(b)) => {
+                    b.refill(now);
+                    b
+                }
+                (None, None) => continue,
+            };
+            let mut h = 0.0;
+            if s.slice_free && !s.refill_pending && s.held.is_empty() {
+                // at most `width` of its vCPUs run at once, each spending a token a ns, and the
+                // running slices' time so far is still to be charged
+                let drain = s.width - b.rate;
+                let headroom = b.tokens - ns_f(pending) - SHARE_SPLIT_BELOW * b.depth;
+                h = if drain <= 0.0 { hmax } else { min_f(headroom / drain, hmax) };
             }
-            q.push(now + hmax as Time, Event::LimitDormant { limiter: l });
+            if h >= hmin {
+                s.asleep_mark = charged;
+                if !asleep {
+                    s.asleep = s.bucket.take();
+                    self.relimit_below(li);
+                }
+                next = min_f(next, h);
+            } else {
+                if asleep {
+                    self.wake_limiter(li);
+                }
+                next = min_f(next, hmax);
+            }
+        }
+        self.pool_sums = sums;
+        if next.is_finite() {
+            self.dormant_gen = self.dormant_gen.wrapping_add(1);
+            q.push(now + next as Time, Event::LimitDormant { gen: self.dormant_gen });
         }
     }
 
@@ -3232,7 +3294,7 @@ impl CpuSched {
     }
 
     /// Dormant pool limiter `l` wakes up early (entitlements are about to change): its bucket
-    /// charged in bulk up to `now`, as at its event, which stays pending.
+    /// charged in bulk up to `now`, as at a look (`look_dormancy`).
     fn rouse(&mut self, l: usize, now: Time) {
         let (charged, _) = self.pool_run(l, now);
         let s = &mut self.limiters[l];
@@ -3338,8 +3400,8 @@ impl CpuSched {
     /// Each vCPU's arithmetic is the same, in the same order, as in three separate walks.
     pub fn update_demand(&mut self, now: Time, interval: Time) {
         // entitlements, slices and share limits change next: a dormant pool's condition was
-        // checked against the old ones (`limit_dormant`), so each wakes, to be looked at again
-        // at its pending event
+        // checked against the old ones (`look_dormancy`), so each wakes, to be looked at again
+        // once they have changed
         for l in 0..self.limiters.len() {
             if self.limiters[l].asleep.is_some() {
                 self.rouse(l, now);

@@ -48,8 +48,9 @@ pub enum Event {
     SliceEnd { pcpu: u32 },
     /// a CPU limit (a VM's or a pool's) has earned tokens again; stale unless `gen` matches
     LimitRefill { limiter: u32, gen: u32 },
-    /// a pool limit's dormancy ends, or it may begin (`cpu/limit.rs`, dormant pool limits)
-    LimitDormant { limiter: u32 },
+    /// the pool limits' look at dormancy: one may end or begin (`cpu/limit.rs`, dormant pool
+    /// limits); stale unless `gen` matches
+    LimitDormant { gen: u32 },
     /// recompute demand estimates and entitlements
     Entitlement,
     /// sample every counter into the tables

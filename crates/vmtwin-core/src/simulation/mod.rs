@@ -443,13 +443,15 @@ impl Simulation {
         match ev {
             Event::Wake { .. } | Event::SliceEnd { .. } => unreachable!("handled by the run loop's step"),
             Event::LimitRefill { limiter, gen } => self.sched.limit_refill(limiter, gen, t, &mut self.queue),
-            Event::LimitDormant { limiter } => self.sched.limit_dormant(limiter, t, &mut self.queue),
+            Event::LimitDormant { gen } => self.sched.limit_dormant(gen, t, &mut self.queue),
             Event::Cosched { vm, gen } => self.sched.cosched_check(vm, gen, t, &mut self.queue),
             Event::Entitlement => {
                 let interval = self.spec.cpu_sched.entitlement_interval_ns;
                 self.sched.update_demand(t, interval);
                 self.sched.rebalance_cells(t, &mut self.queue);
                 self.recompute_entitlements();
+                // the pool limits `update_demand` woke look again at the new entitlements
+                self.sched.look_dormancy(t, &mut self.queue);
                 self.queue.push(t + interval, Event::Entitlement);
             }
             Event::Sample => {
