@@ -3349,6 +3349,15 @@ impl CpuSched {
     }
 
     fn release_held(&mut self, l: u32, now: Time, q: &mut EventQueue) {
+        let held = &mut self.limiters[l as usize].held;
+        if held.len() == 1 {
+            // the usual release (a 1-vCPU VM's own limit): taken off its list, which is then
+            // empty while it is placed, as the swap below leaves it
+            let v = held.pop().expect("one held");
+            self.held_count -= 1;
+            self.release_one(v, now, q);
+            return;
+        }
         // the list is swapped with an empty one that keeps its room (`held_spare`), and its own
         // room is kept for the next release: a limited VM's vCPUs are held and released every
         // few ms, and a fresh list each time was an allocation and a free per hold
@@ -3356,19 +3365,25 @@ impl CpuSched {
         std::mem::swap(&mut held, &mut self.limiters[l as usize].held);
         self.held_count -= held.len();
         for &v in &held {
-            self.place_key(v, now, true);
-            self.set_state(v, now, VcpuState::Ready);
-            if self.vcpus[v as usize].cosched {
-                // READY again: its skew may now co-stop its VM (strict, relaxed-3x)
-                let vm = self.vcpus[v as usize].vm;
-                self.mark_dirty(vm);
-            }
-            // it may preempt only a vCPU ahead of the fair clock (see `place_with`)
-            let clock = self.clock.value(now);
-            self.place_with(v, now, q, clock);
+            self.release_one(v, now, q);
         }
         held.clear();
         self.held_spare = held;
+    }
+
+    /// Place `v`, just released by a limit (MLMTD, out of every held list).
+    #[inline(always)]
+    fn release_one(&mut self, v: u32, now: Time, q: &mut EventQueue) {
+        self.place_key(v, now, true);
+        self.set_state(v, now, VcpuState::Ready);
+        if self.vcpus[v as usize].cosched {
+            // READY again: its skew may now co-stop its VM (strict, relaxed-3x)
+            let vm = self.vcpus[v as usize].vm;
+            self.mark_dirty(vm);
+        }
+        // it may preempt only a vCPU ahead of the fair clock (see `place_with`)
+        let clock = self.clock.value(now);
+        self.place_with(v, now, q, clock);
     }
 
     /// Update every powered-on vCPU's demand estimate from its time since the last update (at
