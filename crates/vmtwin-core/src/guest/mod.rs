@@ -5,4 +5,4 @@ mod barrier;
 mod workload;
 
 pub use barrier::{BarrierGroup, DEFAULT_SPIN_POLL_NS};
-pub use workload::{GuestVcpu, Next, Workload};
+pub use workload::{ClosedLoop, GuestVcpu, Next, Workload};

@@ -155,7 +155,7 @@ impl Simulation {
             let workload = Workload::from_spec(&v.workload, &format!("{path}.workload"))?;
             let first_vcpu = guests.len() as u32;
             for k in 0..v.vcpus {
-                guests.push(GuestVcpu { rng: Rng::new(stream_seed(spec.seed, &v.name, k)), next_arrival: 0 });
+                guests.push(GuestVcpu::new(Rng::new(stream_seed(spec.seed, &v.name, k)), &workload));
             }
             pools.pools[pool as usize].vms.push(i as u32);
             vms.push(Vm {
@@ -528,6 +528,12 @@ impl Simulation {
     /// on bench-64vm counts about 2% more instructions when it is a call).
     #[inline(always)]
     fn workload_next(&mut self, v: u32, after_burst: bool) -> Next {
+        // a closed-loop `cpu_bound` vCPU draws from its own copy (`GuestVcpu::closed`): no read
+        // of its VM's record
+        let g = &mut self.guests[v as usize];
+        if let Some(c) = g.closed {
+            return c.next(!after_burst, &mut g.rng);
+        }
         let vm = &self.vms[self.sched.vcpus[v as usize].vm as usize];
         if let Workload::Barrier(_) = vm.workload {
             return self.barrier_next(v, after_burst);

@@ -193,6 +193,8 @@ impl Simulation {
             vm_io[vm as usize] = Some(VcpuIo { disk, block: io.block_bytes, read_pct: io.read_pct, random_pct: io.random_pct, span_bytes });
             let v = &self.vms[vm as usize];
             for k in 0..v.vcpus {
+                // wrapped, the workload is no longer the closed loop its vCPUs kept a copy of
+                self.guests[(v.first_vcpu + k) as usize].closed = None;
                 let rng = Rng::new(stream_seed(self.spec.seed, &format!("{}/io", v.name), k));
                 vcpu_io[(v.first_vcpu + k) as usize] = Some(VcpuIoState { rng, next_seq_bytes: 0, waiting: false });
             }
