@@ -140,8 +140,11 @@
 //!   move a refill, a return the part of the footprint others evicted, `cpu/cache.rs`).
 //! - A VM's weight is split evenly over its vCPUs, whatever each vCPU demands.
 //! - The demand estimate (`update_demand`) cannot tell a backlogged vCPU from one whose
-//!   wake-ups collide often; near 100% load (a vCPU at 83% with 15% READY and 2% idle) it reads
-//!   the second as nearly the first and errs high, by up to its READY share.
+//!   wake-ups collide often where it sees no halt: a vCPU of a held-back VM, or one that did
+//!   not halt in an entitlement interval (a backlog longer than the interval, drained later).
+//!   Near 100% load (a vCPU at 83% with 15% READY and 2% idle) it reads the second as nearly
+//!   the first and errs high, by up to its READY share. A closed-loop vCPU of a VM not held
+//!   back is read by its run time, though its waits delayed its next bursts.
 //! - Near 100% load, finite runs end with work still queued in the guests: usage then trails
 //!   the max-min allocation by that backlog, as any queue near saturation does.
 
@@ -434,6 +437,8 @@ pub struct Vcpu {
     pub runnable_mark: u64,
     /// run ns at the last demand update
     pub ran_mark: u64,
+    /// ready ns at the last demand update
+    pub ready_mark: u64,
     /// when the demand estimate was last updated (or the vCPU powered on)
     pub demand_since: Time,
     /// the estimate holds a measurement, not the power-on guess
@@ -685,6 +690,9 @@ pub struct CpuSched {
     /// per VM: over the last entitlement interval its vCPUs waited for CPU and together ran
     /// less than their entitlement (no margin: read only with `VcpuShare::held`)
     under: Vec<bool>,
+    /// per VM: its entitlement was below what it wants at the last entitlement update
+    /// (`VcpuShare::held`); read by the demand estimate (`update_demand`)
+    held_back: Vec<bool>,
     /// per VM, `update_demand`'s sums over its vCPUs: fractions of the interval run and
     /// waited, and entitlement
     served: Vec<(f64, f64, f64)>,
@@ -777,6 +785,7 @@ impl CpuSched {
                     demand: 1.0,
                     runnable_mark: 0,
                     ran_mark: 0,
+                    ready_mark: 0,
                     demand_since: 0,
                     demand_measured: false,
                     at_limit: false,
@@ -870,6 +879,7 @@ impl CpuSched {
             any_dirty: false,
             short: vec![false; vcpus_per_vm.len()],
             under: vec![false; vcpus_per_vm.len()],
+            held_back: vec![false; vcpus_per_vm.len()],
             served: vec![(0.0, 0.0, 0.0); vcpus_per_vm.len()],
             #[cfg(debug_assertions)]
             unlooked: vec![0; vcpus_per_vm.len().div_ceil(64)],
@@ -1088,6 +1098,7 @@ impl CpuSched {
             vc.key = clock;
             vc.runnable_mark = vc.runnable_ns();
             vc.ran_mark = vc.time_ns[VcpuState::Run as usize];
+            vc.ready_mark = vc.time_ns[VcpuState::Ready as usize];
             vc.demand_since = now;
             if vc.home != NONE {
                 self.node_vcpus[vc.home as usize] += 1;
@@ -3405,9 +3416,25 @@ impl CpuSched {
     /// at 0.72, a floor-bound neighbour 6 points of a pCPU over its allocation). The weight
     /// `(held / (held + rest))^p` is 1 for the first kind and near 0 for the second, so the
     /// estimate errs by `held^(p+1) / (held + rest)^p`, second order and smaller in the ready
-    /// share. The first measurement after power-on replaces the guess the estimate starts from
-    /// (a whole pCPU per vCPU) instead of blending with it, so a VM's entitlement reflects what it
-    /// does after one interval rather than three or four.
+    /// share. In a VM not held back at the last update (`held_back`) on a host whose vCPUs may run
+    /// on any pCPU (no scheduler cells, no `numa_confine`), a vCPU that halted or blocked in the
+    /// span (`rest > 0`) counts none of its READY time: its queue emptied in the span, so the work
+    /// READY delayed was done in it and its run time is its demand (READY after its last halt is
+    /// read at the next update, if it lasts that span). Its MLMTD and COSTOP time still count (what
+    /// it would use with no limit). The weight alone left such a VM read above its use near
+    /// saturation: on 7 pCPUs a 4-vCPU VM reserving its limit, 2 ms bursts at duty 0.80, READY 4.6%
+    /// of the time, read 3.29 pCPUs for the 3.20 it used, and the water-fill took the 9 points from
+    /// the VM at the water level (the max-min census, docs/cpu-scheduler.md). A held-back VM keeps
+    /// all of it: it gets its share whatever the estimate says above it, and where the guest thinks
+    /// after each burst (closed loop) READY time is demand lost, not delayed; counted as delay
+    /// there, bench-mixed's held-back closed-loop VMs read their use as their demand (web-b 242 MHz
+    /// of 1,950). Nor where cells or NUMA confinement keep a VM to part of the host: the water-fill
+    /// sees only the whole host's contention, so a VM it does not hold back may still be held back
+    /// in its cell, and the cell balancer, which moves VMs by their estimates, then saw the crowded
+    /// cell's VMs at their use (a case built to move VMs: 1 move in 5 s, not 5 or more). The first
+    /// measurement after power-on replaces the guess the estimate starts from (a whole pCPU per
+    /// vCPU) instead of blending with it, so a VM's entitlement reflects what it does after one
+    /// interval rather than three or four.
     ///
     /// One walk over the vCPUs brings each one's counters to `now` ([`Self::account_all`]),
     /// updates its estimate and, with `migration_throttle`, its load share: with 1,024 vCPUs
@@ -3429,6 +3456,8 @@ impl CpuSched {
         let throttle = self.params.migration_throttle;
         let busy: Vec<u64> = if throttle { (0..self.pcpus.len()).map(|p| self.pcpu_busy_ns(p as u32, now)).collect() } else { Vec::new() };
         self.served.fill((0.0, 0.0, 0.0));
+        // READY as delay only where the water-fill sees all the contention (the doc comment)
+        let whole_host = !self.cells.on && !self.params.numa_confine;
         for vc in &mut self.vcpus {
             vc.accrue(now);
             if throttle {
@@ -3446,7 +3475,13 @@ impl CpuSched {
             let run = (ran - vc.ran_mark) as f64;
             let held = (runnable - vc.runnable_mark) as f64 - run;
             let rest = (span as f64 - run - held).max(0.0);
-            let waited = if held > 0.0 { held * (held / (held + rest)).powi(DEMAND_WAIT_POWER) } else { 0.0 };
+            let ready_ns = vc.time_ns[VcpuState::Ready as usize];
+            let ready = (ready_ns - vc.ready_mark) as f64;
+            vc.ready_mark = ready_ns;
+            // READY time of a vCPU that halted in the span, in a VM not held back, was delay,
+            // not demand (the doc comment); its MLMTD and COSTOP time still count
+            let counted = if rest > 0.0 && whole_host && !self.held_back[vc.vm as usize] { held - ready } else { held };
+            let waited = if held > 0.0 { counted * (held / (held + rest)).powi(DEMAND_WAIT_POWER) } else { 0.0 };
             let frac = ((run + waited) / span as f64).min(1.0);
             let served = &mut self.served[vc.vm as usize];
             served.0 += run / span as f64;
@@ -3568,6 +3603,9 @@ impl CpuSched {
         }
         // one pass: new weight and key, then the clock's sums and the limiters' active weights
         // rebuilt from them (in vCPU order, as before, so the float sums are the same)
+        for (h, sh) in self.held_back.iter_mut().zip(per_vm) {
+            *h = sh.held;
+        }
         // the least any powered-on vCPU is entitled to: a vCPU entitled to no more than that (a
         // preemption's tolerance aside) can pass no preemption on (`pass_on` takes only a pCPU
         // running a vCPU entitled to less), and on a host where every VM is held back at one
