@@ -3201,15 +3201,23 @@ impl CpuSched {
         (charged, pending)
     }
 
-    /// Pool limiter `l`'s vCPUs at `now`, as [`Self::vm_run`] gives them.
-    fn pool_run(&self, l: usize, now: Time) -> (u64, u64) {
-        let (mut charged, mut pending) = (0, 0);
-        for &vm in &self.limiters[l].vms {
+    /// Every pool limiter's vCPUs at `now`, as [`Self::vm_run`] gives them, into `pool_sums`
+    /// (indexed by limiter less the VMs' count): one pass over the VMs below some pool limit,
+    /// each VM's sums added to every pool of its chain (whole ns: any order).
+    fn sum_pool_run(&mut self, now: Time) {
+        let first = self.chains.len();
+        let mut sums = std::mem::take(&mut self.pool_sums);
+        sums.clear();
+        sums.resize(self.limiters.len() - first, (0, 0));
+        for &vm in &self.pool_vms {
             let (c, p) = self.vm_run(vm, now);
-            charged += c;
-            pending += p;
+            for &l in &self.chains[vm as usize][1..] {
+                let sum = &mut sums[l as usize - first];
+                sum.0 += c;
+                sum.1 += p;
+            }
         }
-        (charged, pending)
+        self.pool_sums = sums;
     }
 
     /// The dormancy look's event fired: stale unless `gen` matches (a look at the entitlement
@@ -3232,18 +3240,9 @@ impl CpuSched {
         }
         let hmax = DORMANT_MAX * ns_f(self.params.limit_burst_ns);
         let hmin = ns_f(self.params.limit_min_slice_ns);
-        // (charged, pending) per pool limiter, summed VM by VM (whole ns: any order)
-        let mut sums = std::mem::take(&mut self.pool_sums);
-        sums.clear();
-        sums.resize(self.limiters.len() - first, (0, 0));
-        for &vm in &self.pool_vms {
-            let (c, p) = self.vm_run(vm, now);
-            for &l in &self.chains[vm as usize][1..] {
-                let sum = &mut sums[l as usize - first];
-                sum.0 += c;
-                sum.1 += p;
-            }
-        }
+        self.sum_pool_run(now);
+        // taken for the loop, which wakes and puts limiters to sleep (`&mut self`)
+        let sums = std::mem::take(&mut self.pool_sums);
         let mut next = f64::INFINITY;
         for (i, &(charged, pending)) in sums.iter().enumerate() {
             let li = first + i;
@@ -3305,9 +3304,9 @@ impl CpuSched {
     }
 
     /// Dormant pool limiter `l` wakes up early (entitlements are about to change): its bucket
-    /// charged in bulk up to `now`, as at a look (`look_dormancy`).
-    fn rouse(&mut self, l: usize, now: Time) {
-        let (charged, _) = self.pool_run(l, now);
+    /// charged in bulk up to `now`, as at a look (`look_dormancy`), its vCPUs' RUN time being
+    /// `charged` (`sum_pool_run`).
+    fn rouse(&mut self, l: usize, charged: u64, now: Time) {
         let s = &mut self.limiters[l];
         s.asleep.as_mut().expect("dormant").charge_bulk(now, charged - s.asleep_mark);
         self.wake_limiter(l);
@@ -3443,10 +3442,17 @@ impl CpuSched {
     pub fn update_demand(&mut self, now: Time, interval: Time) {
         // entitlements, slices and share limits change next: a dormant pool's condition was
         // checked against the old ones (`look_dormancy`), so each wakes, to be looked at again
-        // once they have changed
-        for l in 0..self.limiters.len() {
+        // once they have changed. Waking changes no vCPU's time, so one sum serves them all.
+        let first = self.chains.len();
+        let mut summed = false;
+        for l in first..self.limiters.len() {
             if self.limiters[l].asleep.is_some() {
-                self.rouse(l, now);
+                if !summed {
+                    self.sum_pool_run(now);
+                    summed = true;
+                }
+                let charged = self.pool_sums[l - first].0;
+                self.rouse(l, charged, now);
             }
         }
         if self.ht.on {
