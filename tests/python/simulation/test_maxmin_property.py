@@ -73,8 +73,8 @@ KNOWN_GAPS = pytest.mark.xfail(
     strict=False,
     reason="issue 5 (docs/cpu-scheduler.md, census and open misses): at load 1.00-1.17 a backlogged VM with "
            "one or two vCPUs loses what the host idles while all its vCPUs run (flat seed 529, a drawn flat draw); "
-           "pooled seed 389's backlogged 4-vCPU VM gets 1.8 points under its max-min, its pool's idle time shared "
-           "by weight over the host; a flat draw (scenario seed 1166) gives a VM held at its reservation 1.0 point "
+           "pooled seed 389's backlogged 4-vCPU VM gets 1.8 points under its max-min while its pool siblings' demand "
+           "estimates settle after the start (about 10 s); a flat draw (scenario seed 1166) gives a VM held at its reservation 1.0 point "
            "above it")
 
 DURATION_S = 60
