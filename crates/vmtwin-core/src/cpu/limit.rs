@@ -86,7 +86,7 @@
 //! - A dormant pool's bucket is charged in bulk from its vCPUs' RUN time: under hyperthreading
 //!   that is what `stop_bound` charges too (wall ns of RUN), so nothing differs there.
 
-use crate::sim::{ceil_f, min_f, ns_f, Time, NS_PER_MS};
+use crate::sim::{ceil_time, min_f, ns_f, Time, NS_PER_MS};
 
 /// Most debt a throttled vCPU may run into on a pCPU that would otherwise idle, in pCPU-ns. 1 ms:
 /// chosen, enough to fill the gaps between limited VMs' refills, small enough that a limit is
@@ -216,7 +216,7 @@ impl TokenBucket {
         if self.rate <= 0.0 {
             return Time::MAX;
         }
-        (ceil_f((self.resume - self.tokens) / self.rate) as Time).max(1)
+        ceil_time((self.resume - self.tokens) / self.rate).max(1)
     }
 }
 

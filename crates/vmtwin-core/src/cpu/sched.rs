@@ -159,7 +159,7 @@ use super::limit::{TokenBucket, DORMANT_MAX, LIMIT_BORROW_NS, SHARE_SPLIT_BELOW}
 use super::params::CpuSchedParams;
 use super::runqueue::QueueSet;
 use crate::hw::Topology;
-use crate::sim::{ceil_f, max_f, min_f, ns_f, trunc_i64, Event, EventQueue, Time};
+use crate::sim::{ceil_f, ceil_time, max_f, min_f, ns_f, trunc_i64, Event, EventQueue, Time};
 use std::sync::atomic::Ordering::Relaxed;
 
 /// Power of the waiting share in the demand estimate (`update_demand`): held time counts as
@@ -535,16 +535,25 @@ struct Pcpu {
 }
 
 /// A CPU limit being enforced: a VM's own, or a resource pool's (shared by every VM below it).
+/// In declared order, aligned: the bucket and the flags every limit walk reads (`solo`,
+/// `refill_pending`) share the first cache line.
 #[derive(Debug, Clone, Default)]
+#[repr(C, align(64))]
 pub struct Limiter {
     /// the limit's bucket; `None` for a VM without a limit
     pub bucket: Option<TokenBucket>,
-    /// vCPUs this limiter holds in MLMTD, in the order they were held
-    pub held: Vec<u32>,
-    /// generation of the pending refill event, bumped to cancel it
-    pub refill_gen: u32,
     /// a refill event is pending
     pub refill_pending: bool,
+    /// a VM's own limiter that is the only bucket binding its one vCPU: a bucket of its own, no
+    /// share of a pool limit (nothing to yield, no own limit kept apart) and no pool bucket
+    /// awake above it (`refresh_solo`). Its vCPU's part of the bucket is then exactly 1, so
+    /// the limits' looks read this bucket alone: `throttled_chain`, and `start` and `stop_left`
+    /// without a call to the walks (`start_bound`, `stop_bound`)
+    pub solo: bool,
+    /// generation of the pending refill event, bumped to cancel it
+    pub refill_gen: u32,
+    /// vCPUs this limiter holds in MLMTD, in the order they were held
+    pub held: Vec<u32>,
     /// a VM's own limit as configured, MHz
     pub user_mhz: Option<f64>,
     /// a VM's share of a binding pool limit above it, MHz (see `set_share_limit`)
@@ -571,6 +580,13 @@ pub struct Limiter {
     /// current entitlements and slices, with every vCPU below wanting to run (`set_weights`)
     pub slice_free: bool,
 }
+
+// the walks' fields in the first line, as laid out above
+const _: () = {
+    use std::mem::offset_of;
+    assert!(offset_of!(Limiter, refill_gen) < 64);
+    assert!(offset_of!(Limiter, solo) < 64);
+};
 
 /// Scheduler decisions worth counting.
 #[derive(Debug, Clone, Copy, Default)]
@@ -1273,8 +1289,24 @@ impl CpuSched {
         for b in s.bucket.iter_mut().chain(s.user.iter_mut()) {
             b.set_active(n);
         }
+        self.refresh_solo(vm);
         // a pending refill belongs to the old bucket
         self.cancel_refill(vm, now, q);
+    }
+
+    /// Whether VM `vm`'s own limiter is the only bucket binding it (`Limiter::solo`): one
+    /// vCPU, a bucket of its own, no share of a pool limit and no pool bucket awake above it.
+    /// Looked at wherever one of those changes: its limit or share (`set_limit`,
+    /// `set_share_limit`), a pool limit added above it, or a pool above it falling asleep or
+    /// waking (`relimit_below`, `wake_limiter`).
+    fn refresh_solo(&mut self, vm: u32) {
+        let own = &self.limiters[vm as usize];
+        let solo = self.gangs[vm as usize].n == 1
+            && own.bucket.is_some()
+            && own.user.is_none()
+            && own.share_mhz.is_none()
+            && self.chains[vm as usize][1..].iter().all(|&l| self.limiters[l as usize].bucket.is_none());
+        self.limiters[vm as usize].solo = solo;
     }
 
     /// Cancel limiter `l`'s pending refill (timed for a bucket or rate that is gone) and release
@@ -1339,6 +1371,7 @@ impl CpuSched {
             }
             (None, None) => {}
         }
+        self.refresh_solo(vm);
     }
 
     /// Add a resource pool's limit, binding `vms` (every VM below the pool); returns its index.
@@ -1358,6 +1391,7 @@ impl CpuSched {
             for vc in &mut self.vcpus[vcpus] {
                 vc.limited = true;
             }
+            self.refresh_solo(vm);
         }
         id
     }
@@ -1904,7 +1938,11 @@ impl CpuSched {
         // sooner
         let mut slice = vc.slice;
         if vc.limited | vc.cosched {
-            slice = self.start_bound(v, slice, now);
+            // a lone vCPU's only bucket (`Limiter::solo`) here, every other case in the call
+            slice = match &self.limiters[vc.vm as usize] {
+                own if vc.limited && own.solo => solo_slice(own, vc, slice),
+                _ => self.start_bound(v, slice, now),
+            };
         }
         self.clock.run_from(now);
         let pc = &mut self.pcpus[p as usize];
@@ -1968,17 +2006,17 @@ impl CpuSched {
             // each bucket allows `ceil(tokens x part)` ns, at least 1: the slice is the least of
             // those and `slice`, which is `max(ceil(least), 1)` of the least unrounded one
             // (`ceil` is monotone and `slice` a whole number of at least 1 ns), so one rounding
-            // and one conversion per start, not one per bucket; `slice` (a quantum) and the
-            // result are below 2^53, exact as f64 (tokens are never NaN: finite accruals and
-            // charges)
+            // per start, not one per bucket, done in integers (`ceil_time`); `slice` (a quantum)
+            // and the result are below 2^53, exact as f64 (tokens are never NaN: finite accruals
+            // and charges)
             let mine = vc.bucket_part();
             let mut least = ns_f(slice);
             for &l in &self.chains[vc.vm as usize] {
                 let lim = &self.limiters[l as usize];
                 if let Some(b) = &lim.bucket {
                     // the vCPUs a bucket binds share its tokens in proportion to their
-                    // entitlements (inside a limited pool: the split of the limit by shares and
-                    // reservations); `mine` is never NaN
+                    // entitlements (inside a limited pool: the split of the limit by shares
+                    // and reservations); `mine` is never NaN
                     let part = mine / max_f(lim.active_alloc, mine);
                     // a vCPU started from a held list on an otherwise idle pCPU may borrow
                     let tokens = if b.exhausted() { b.tokens + LIMIT_BORROW_NS } else { b.tokens };
@@ -1986,8 +2024,7 @@ impl CpuSched {
                     least = min_f(allowed, least);
                 }
             }
-            let whole = ceil_f(least);
-            slice = trunc_i64(max_f(whole, 1.0)) as Time;
+            slice = ceil_time(least).max(1);
         }
         if vc.cosched {
             self.touched(v, now);
@@ -2051,7 +2088,15 @@ impl CpuSched {
         let left = vc.work_left.saturating_sub(ran);
         vc.work_left = left;
         if vc.limited | vc.cosched {
-            self.stop_bound(v, ran, now);
+            // a lone vCPU's only bucket (`Limiter::solo`) here, every other case in the call
+            match &mut self.limiters[vc.vm as usize] {
+                own if vc.limited && own.solo => {
+                    let b = own.bucket.as_mut().expect("a solo limiter has a bucket");
+                    b.refill(now);
+                    b.tokens -= ns_f(ran);
+                }
+                _ => self.stop_bound(v, ran, now),
+            }
         }
         (v, left)
     }
@@ -3085,6 +3130,10 @@ impl CpuSched {
                 return Some(vm as u32);
             }
             b.refill(now);
+            if own.solo {
+                // the only bucket, and no share in it to yield
+                return if b.exhausted() { Some(vm as u32) } else { None };
+            }
             if b.exhausted() && !self.share_yields(vm, now) {
                 return Some(vm as u32);
             }
@@ -3300,6 +3349,7 @@ impl CpuSched {
             for vc in &mut self.vcpus[r] {
                 vc.limited = limited;
             }
+            self.refresh_solo(vm);
         }
     }
 
@@ -3338,6 +3388,8 @@ impl CpuSched {
                 own.active_alloc = va;
                 own.active_n = vn;
             }
+            // a pool bucket binds it again
+            self.limiters[vm as usize].solo = false;
         }
         let s = &mut self.limiters[l];
         s.vms = vms;
@@ -3708,6 +3760,18 @@ impl CpuSched {
     }
 }
 
+/// [`CpuSched::start_bound`]'s slice for a lone vCPU whose own bucket is its only one
+/// (`Limiter::solo`), in `start` without the call: its part of the bucket is `mine / mine`,
+/// exactly 1, so the bucket allows its tokens (with the borrow when exhausted), and the slice
+/// is the least of that and `slice`, rounded up as there.
+#[inline(always)]
+fn solo_slice(own: &Limiter, vc: &Vcpu, slice: Time) -> Time {
+    debug_assert_eq!(own.active_alloc, vc.bucket_part());
+    let b = own.bucket.as_ref().expect("a solo limiter has a bucket");
+    let tokens = if b.exhausted() { b.tokens + LIMIT_BORROW_NS } else { b.tokens };
+    ceil_time(min_f(tokens, ns_f(slice))).max(1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -3785,5 +3849,49 @@ mod tests {
         s.vcpus[1].ready_at = 1_000;
         s.queues.push(5, 0.0, 1, 1);
         assert_eq!(s.pick::<true>(0, 1_000).map(|(q, _)| q), Some(5));
+    }
+
+    /// `Limiter::solo`: a 1-vCPU VM's own limit is its only bucket until a share of a pool
+    /// limit is set in it or a pool bucket above it is awake; a 2-vCPU VM's never is. And where
+    /// it is, the slice `start` takes for it without the walk (`solo_slice`) is the walk's.
+    #[test]
+    fn a_lone_vcpu_reads_its_own_bucket_alone_only_while_no_other_binds() {
+        let host = HostSpec { name: "h".into(), sockets: 1, numa_nodes_per_socket: 1, llcs_per_node: 1,
+            cores_per_llc: 4, threads_per_core: 1, core_mhz: 2000, memory_bytes: 1 << 34 };
+        let mut s = CpuSched::new(&Topology::new(&host).unwrap(), CpuSchedParams::default(), &[1, 2, 1]);
+        let mut q = EventQueue::with_timers(s.timer_slots());
+        let pool = s.add_pool_limit(4000, &[0, 1]) as usize;
+        s.set_limit(0, Some(500), 0, &mut q);
+        s.set_limit(1, Some(500), 0, &mut q);
+        assert!(!s.limiters[0].solo, "the pool's bucket binds it too");
+        assert!(!s.limiters[1].solo && !s.limiters[2].solo, "two vCPUs; no limit");
+        // the pool falls asleep (`look_dormancy`) and wakes
+        s.limiters[pool].asleep = s.limiters[pool].bucket.take();
+        s.relimit_below(pool);
+        assert!(s.limiters[0].solo && !s.limiters[1].solo);
+        s.wake_limiter(pool);
+        assert!(!s.limiters[0].solo);
+        s.limiters[pool].asleep = s.limiters[pool].bucket.take();
+        s.relimit_below(pool);
+        // a share of the pool's limit, tighter than its own: kept apart, and it may yield
+        s.set_share_limit(0, Some(300.0), 0, &mut q);
+        assert!(!s.limiters[0].solo);
+        s.set_share_limit(0, None, 0, &mut q);
+        assert!(s.limiters[0].solo);
+        s.set_limit(0, None, 0, &mut q);
+        assert!(!s.limiters[0].solo, "no bucket of its own");
+        s.set_limit(0, Some(500), 0, &mut q);
+        // the slice: the bucket's tokens (with the borrow once exhausted) or the quantum, rounded
+        // up, at least 1 ns, as the walk gives it, the vCPU wanting to run (its part is 1)
+        s.vcpus[0].state = VcpuState::Run;
+        s.limiters[0].active_alloc = s.vcpus[0].bucket_part();
+        s.limiters[0].active_n = 1;
+        let quantum = s.vcpus[0].slice;
+        for tokens in [-3e6, -0.5, 0.0, 0.25, 1.0, 2.5e6 + 0.5, 4.9e6, 5e6, 7.3e6, 1e12] {
+            s.limiters[0].bucket.as_mut().unwrap().tokens = tokens;
+            let walked = s.start_bound(0, quantum, 0);
+            assert_eq!(solo_slice(&s.limiters[0], &s.vcpus[0], quantum), walked, "{tokens} tokens");
+            assert!(walked >= 1 && walked <= quantum);
+        }
     }
 }

@@ -97,6 +97,22 @@ pub fn ceil_f(x: f64) -> f64 {
     }
 }
 
+/// `ceil_f(x) as Time` (0 for a negative or NaN `x`, saturating above `u64::MAX`) with the
+/// rounding done in integers: the truncation's `i64` is raised by one when it fell below `x`,
+/// and only the `x` at or above 2^52 (already whole) is converted as a float. The same value
+/// for every `x`, without the conversion back to a float and the several instructions of a
+/// float-to-`u64` conversion: on the chain from a limit's bucket to the time of its refill
+/// event (`time_to_resume`) and of a limited slice's end (`start_bound`).
+#[inline(always)]
+pub fn ceil_time(x: f64) -> Time {
+    if x.abs() < F64_INTEGRAL_FROM {
+        let t = trunc_i64(x);
+        (t + i64::from((t as f64) < x)).max(0) as Time
+    } else {
+        x as Time
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,6 +124,29 @@ mod tests {
             got.to_bits() == want.to_bits() || (got == 0.0 && want == 0.0) || (got.is_nan() && want.is_nan()),
             "ceil_f({x:e}) = {got:e}, f64::ceil gives {want:e}"
         );
+    }
+
+    #[test]
+    fn ceil_time_is_ceil_f_as_time() {
+        let same = |x: f64| assert_eq!(ceil_time(x), ceil_f(x) as Time, "ceil_time({x:e})");
+        let edges = [
+            0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 1.5, -1.5, 2.0 - f64::EPSILON, f64::MIN_POSITIVE, -f64::MIN_POSITIVE,
+            F64_INTEGRAL_FROM - 0.5, -(F64_INTEGRAL_FROM - 0.5), F64_INTEGRAL_FROM, -F64_INTEGRAL_FROM, 9.3e18,
+            -9.3e18, 1.9e19, 1e300, -1e300, f64::MAX, f64::MIN, f64::INFINITY, f64::NEG_INFINITY, f64::NAN,
+        ];
+        for x in edges {
+            same(x);
+            same(x.next_up());
+            same(x.next_down());
+        }
+        // every exponent: random bit patterns (a fixed xorshift stream)
+        let mut z = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..200_000 {
+            z ^= z << 13;
+            z ^= z >> 7;
+            z ^= z << 17;
+            same(f64::from_bits(z));
+        }
     }
 
     #[test]
