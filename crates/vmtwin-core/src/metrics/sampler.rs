@@ -75,18 +75,18 @@ pub struct Sampler {
     prev_core: Vec<u64>,
     /// scratch for one sample: per core, its busy ns over the interval
     core_scratch: Vec<u64>,
-    prev: Vec<[u64; STATES]>,
-    prev_used: Vec<u64>,
-    /// per vCPU, its migrations, cross-LLC and cross-node moves at the previous sample
-    prev_moves: Vec<[u64; 3]>,
+    /// per vCPU, its counters at the previous sample
+    prev: Vec<Counts>,
     last: Time,
-    /// per VM, scratch for one sample: its vCPUs' summed deltas and charged ns
-    vm_acc: Vec<([u64; STATES], u64)>,
-    /// per VM, scratch for one sample: vCPUs seen so far
-    vm_idx: Vec<u32>,
-    /// per VM, scratch for one sample: its last vCPU's percentages, which are the VM's own when
-    /// it has one vCPU (same deltas over the same span)
-    vm_pct: Vec<Pct>,
+}
+
+/// One vCPU's cumulative counters, as read at a sample.
+#[derive(Debug, Clone, Copy, Default)]
+struct Counts {
+    time_ns: [u64; STATES],
+    used_ns: u64,
+    /// migrations, cross-LLC and cross-node moves
+    moves: [u64; 3],
 }
 
 const RUN: usize = VcpuState::Run as usize;
@@ -231,13 +231,8 @@ impl Sampler {
             prev_pused: vec![0; pcpus],
             prev_core: vec![0; pcpus],
             core_scratch: Vec::new(),
-            prev: vec![[0; STATES]; vcpus],
-            prev_used: vec![0; vcpus],
-            prev_moves: vec![[0; 3]; vcpus],
+            prev: vec![Counts::default(); vcpus],
             last: 0,
-            vm_acc: Vec::new(),
-            vm_idx: Vec::new(),
-            vm_pct: Vec::new(),
             prefault: Prefault::default(),
         };
         assert_eq!((s.vcpu.columns.len(), s.vm.columns.len()), (VCPU_CELLS, VM_CELLS), "the row widths `sample` writes");
@@ -280,66 +275,62 @@ impl Sampler {
     pub fn sample(&mut self, now: Time, sched: &mut CpuSched, vms: &[VmRow], core_mhz: u64) {
         let t = now as f64 / NS_PER_S as f64;
         let interval = (now - self.last) as f64;
-        let (vm_acc, vm_idx) = (&mut self.vm_acc, &mut self.vm_idx);
-        vm_acc.clear();
-        vm_acc.resize(vms.len(), ([0; STATES], 0));
-        vm_idx.clear();
-        vm_idx.resize(vms.len(), 0);
-        // read only where written this sample (a VM with one vCPU and a row), so not cleared
-        let vm_pct = &mut self.vm_pct;
-        vm_pct.resize(vms.len(), Pct::default());
+        let last = self.last;
         // rows stored straight into reserved room (`Table::append`): a cell is a store
         let mut vcpu_rows = self.vcpu.append(sched.vcpus.len());
+        let mut vm_rows = self.vm.append(vms.len());
         let (mut run_total, mut used_total, mut ready_total) = (0u64, 0u64, 0u64);
+        let mut on = 0;
         // each vCPU's counters are brought to now as it is visited (`CpuSched::account_all`'s
         // work, without a walk of its own over the 256-byte records)
-        for (v, vc) in sched.vcpus_to_account(now).iter_mut().enumerate() {
-            vc.accrue(now);
-            let vc = &*vc;
-            let d: [u64; STATES] = std::array::from_fn(|s| vc.time_ns[s] - self.prev[v][s]);
-            let used = vc.used_ns - self.prev_used[v];
-            self.prev[v] = vc.time_ns;
-            self.prev_used[v] = vc.used_ns;
-            let now_moves = [vc.migrations, vc.llc_migrations, vc.node_migrations];
-            let moves: [u64; 3] = std::array::from_fn(|i| now_moves[i] - self.prev_moves[v][i]);
-            self.prev_moves[v] = now_moves;
-            let vm = vc.vm as usize;
-            let idx = vm_idx[vm];
-            vm_idx[vm] += 1;
-            let Some(on_at) = vms[vm].powered_on_at else { continue };
-            let span = ns_f(now - on_at.max(self.last));
-            if span <= 0.0 {
-                continue;
-            }
-            let pct = Pct::new(&d, used, span);
-            vcpu_rows.fill::<VCPU_CELLS>(|c| vcpu_row(c, t, vc.vm, idx, &pct, &d, used, &moves, vc.home));
-            vm_pct[vm] = pct;
-            for (acc, x) in vm_acc[vm].0.iter_mut().zip(d) {
-                *acc += x;
-            }
-            vm_acc[vm].1 += used;
-            run_total += d[RUN];
-            used_total += used;
-            ready_total += d[READY] + d[MLMTD];
-        }
-        drop(vcpu_rows);
-        let mut vm_rows = self.vm.append(vms.len());
-        let mut on = 0;
+        let vcpus = sched.vcpus_to_account(now);
+        assert_eq!(vcpus.len(), self.prev.len(), "a sampler for this scheduler's vCPUs");
+        // one pass, VM by VM: `CpuSched` lists each VM's vCPUs together, in VM order, so a
+        // VM's row follows its vCPUs' with their sums at hand (no per-VM scratch, no second walk)
+        let mut first = 0;
         for (vm, r) in vms.iter().enumerate() {
-            let Some(on_at) = r.powered_on_at else { continue };
-            let span = ns_f(now - on_at.max(self.last));
+            let end = first + r.vcpus as usize;
+            let span = r.powered_on_at.map_or(0.0, |on_at| ns_f(now - on_at.max(last)));
+            let (mut sum, mut sum_used) = ([0u64; STATES], 0u64);
+            let mut pct = Pct::default();
+            for (idx, (vc, prev)) in vcpus[first..end].iter_mut().zip(&mut self.prev[first..end]).enumerate() {
+                assert_eq!(vc.vm as usize, vm, "each VM's vCPUs together, in VM order");
+                let (time_ns, used_ns) = vc.accrue_read(now);
+                let vc = &*vc;
+                let d: [u64; STATES] = std::array::from_fn(|s| time_ns[s] - prev.time_ns[s]);
+                let used = used_ns - prev.used_ns;
+                let now_moves = [vc.migrations, vc.llc_migrations, vc.node_migrations];
+                let moves: [u64; 3] = std::array::from_fn(|i| now_moves[i] - prev.moves[i]);
+                *prev = Counts { time_ns, used_ns, moves: now_moves };
+                // powered off (no span), or on since `now`: counters taken, no row
+                if span <= 0.0 {
+                    continue;
+                }
+                pct = Pct::new(&d, used, span);
+                vcpu_rows.fill::<VCPU_CELLS>(|c| vcpu_row(c, t, vc.vm, idx as u32, &pct, &d, used, &moves, vc.home));
+                for (acc, x) in sum.iter_mut().zip(d) {
+                    *acc += x;
+                }
+                sum_used += used;
+                run_total += d[RUN];
+                used_total += used;
+                ready_total += d[READY] + d[MLMTD];
+            }
+            first = end;
             if span <= 0.0 {
                 continue;
             }
             on += 1;
-            let (d, used) = &vm_acc[vm];
             // one vCPU: its deltas are the VM's (summed from zero) over the same span, so its
             // percentages are the VM's, bit for bit, without eight more divisions
-            let pct = if vm_idx[vm] == 1 { vm_pct[vm] } else { Pct::new(d, *used, span) };
-            let used_mhz = ns_f(*used) / span * core_mhz as f64;
+            if r.vcpus != 1 {
+                pct = Pct::new(&sum, sum_used, span);
+            }
+            let used_mhz = ns_f(sum_used) / span * core_mhz as f64;
             vm_rows.fill::<VM_CELLS>(|c| vm_row(c, t, vm as u32, r, &pct, used_mhz));
         }
-        drop(vm_rows);
+        assert_eq!(first, vcpus.len(), "every vCPU in some VM");
+        drop((vcpu_rows, vm_rows));
         let p = sched.pcpu_count() as f64;
         let cap = sched.core_count() as f64 * core_mhz as f64;
         let host = HostCells {
