@@ -12,7 +12,10 @@
 //!
 //! or `a_i = hi_i` when even the ceilings fit. `F(lambda) = sum clamp(...)` is piecewise linear
 //! and non-decreasing, so `lambda` is found exactly by walking its sorted breakpoints
-//! (`lo_i/s_i`, `hi_i/s_i`). A child's ceiling is the least of its limit, the most its vCPUs
+//! (`lo_i/s_i`, `hi_i/s_i`): between the two consecutive ones with `F(a) < C <= F(b)`, with `F`
+//! and the constant and growing parts on `[a, b]` summed in child order, so that the level
+//! depends on the claims alone and not on the path of the search that found the bracket
+//! (`finish`). A child's ceiling is the least of its limit, the most its vCPUs
 //! can use and its estimated demand; its floor is its reservation, capped by that ceiling. So a
 //! child that wants less than its share gets what it wants, and the rest goes to the others by
 //! shares, first inside its pool (C1). `a_i` is the VM's entitlement (`entitlement_mhz`).
@@ -110,6 +113,8 @@ pub(crate) fn fill_in(capacity: f64, claims: &[Claim], split: &mut Vec<f64>, roo
 pub(crate) struct LevelScratch {
     open: Vec<Open>,
     points: Vec<u64>,
+    /// every child's breakpoints `(lo/s, hi/s)`, in child order
+    bps: Vec<(f64, f64)>,
 }
 
 /// A child not yet settled by [`water_level`]'s search: its breakpoints and its claim.
@@ -152,15 +157,19 @@ pub(crate) fn water_level_in(capacity: f64, claims: &[Claim], room: &mut LevelSc
     // Bracket lambda in (a, b) with F(a) < capacity <= F(b) and halve the breakpoints inside by
     // their median (selection, not a sort). A child with no breakpoint inside is settled: on
     // the whole bracket it contributes a constant (its floor or ceiling) or grows with lambda,
-    // so it moves into `fixed` or `slope` and drops out. Each round touches only the children
-    // still unsettled, at most the breakpoints left, which halve: O(n) in all, against the
-    // O(n log n) sort of walking every breakpoint (a third of a 1,024-VM host's run time).
+    // so it drops out, its part of F kept in `fixed` and `slope`. Each round touches only the
+    // children still unsettled, at most the breakpoints left, which halve: O(n) in all, against
+    // the O(n log n) sort of walking every breakpoint (a third of a 1,024-VM host's run time).
+    let LevelScratch { open, points, bps } = room;
+    bps.clear();
+    bps.extend(claims.iter().map(|c| (c.lo / c.shares, c.hi / c.shares)));
     let (mut a, mut b) = (0.0f64, f64::INFINITY);
+    // (the search's own sums of the settled children, in the order it settles them: they only
+    // steer it, and `finish` sums again in child order)
     let (mut fixed, mut slope) = (0.0f64, 0.0f64);
     // every child not yet settled, with its claim beside its breakpoints (read in every round)
-    let LevelScratch { open, points } = room;
     open.clear();
-    open.extend(claims.iter().map(|c| Open { p: c.lo / c.shares, q: c.hi / c.shares, c: *c }));
+    open.extend(claims.iter().zip(bps.iter()).map(|(c, &(p, q))| Open { p, q, c: *c }));
     // room for every breakpoint: each round stores both of an unsettled child's and keeps
     // those inside the bracket (a count, not a branch: which ones are inside is a coin toss)
     points.clear();
@@ -198,11 +207,139 @@ pub(crate) fn water_level_in(capacity: f64, claims: &[Claim], room: &mut LevelSc
             a = m;
         }
     }
-    // Every child is settled and F(lambda) = fixed + slope * lambda on [a, b]; some child grows
-    // there, since F(a) < capacity <= F(b).
+    finish(capacity, claims, bps, a, b)
+}
+
+/// `F(lambda)` as the level is defined by: every child's part at `lambda`, summed in child
+/// order. Each part, and so each partial sum, is non-decreasing in `lambda` (a float product,
+/// clamp and sum are monotone), so this `F` is too, and "the consecutive breakpoints `a < b`
+/// with `F(a) < capacity <= F(b)`" names one bracket, whatever search found it.
+fn level_parts(level: f64, c: &Claim) -> f64 {
+    (level * c.shares).clamp(c.lo, c.hi)
+}
+
+/// The level on the bracket `(a, b)` a search found: consecutive breakpoints (0 and infinity
+/// count as breakpoints) with, as the search judged it, `F(a) < capacity <= F(b)`. One pass in
+/// child order checks that judgement with `F` as defined (`level_parts`) and sums the settled
+/// children's floors and ceilings (`fixed`) and the growing ones' shares (`slope`), so that the
+/// level depends on the claims alone, not on the order in which the search settled them. Should
+/// the search's own sums have judged a breakpoint on the other side (they round differently,
+/// so only where `F` meets `capacity` within a rounding), `exact_bracket` finds the bracket.
+fn finish(capacity: f64, claims: &[Claim], bps: &[(f64, f64)], a: f64, b: f64) -> f64 {
+    let sums = |a: f64, b: f64| {
+        let (mut fa, mut fb, mut fixed, mut slope) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
+        for (c, &(p, q)) in claims.iter().zip(bps) {
+            fa += level_parts(a, c);
+            fb += level_parts(b, c);
+            // no breakpoint lies inside (a, b): a child starts growing at b or later, stops at
+            // a or earlier, or grows on the whole bracket
+            if p >= b {
+                fixed += c.lo;
+            } else if q <= a {
+                fixed += c.hi;
+            } else {
+                slope += c.shares;
+            }
+        }
+        (fa, fb, fixed, slope)
+    };
+    let (mut a, mut b) = (a, b);
+    let (fa, fb, mut fixed, mut slope) = sums(a, b);
+    if !(fa < capacity && capacity <= fb) {
+        (a, b) = exact_bracket(capacity, claims, bps);
+        (_, _, fixed, slope) = sums(a, b);
+    }
+    // F(lambda) = fixed + slope * lambda on [a, b]; some child grows there, since F(a) <
+    // capacity <= F(b)
     if slope > 0.0 {
         ((capacity - fixed) / slope).clamp(a, b)
     } else {
         a
+    }
+}
+
+/// The bracket of [`finish`] by brute force: every breakpoint sorted, and a bisection on them
+/// with `F` as defined (`level_parts`). O(n log n); reached only when the search's judgement
+/// of some breakpoint rounded the other way (`capacity > F(0)` and `capacity < F(infinity)`
+/// hold: `water_level_in` returned before otherwise).
+#[cold]
+fn exact_bracket(capacity: f64, claims: &[Claim], bps: &[(f64, f64)]) -> (f64, f64) {
+    let f = |level: f64| claims.iter().map(|c| level_parts(level, c)).fold(0.0f64, |s, x| s + x);
+    let mut pts: Vec<f64> = bps.iter().flat_map(|&(p, q)| [p, q]).filter(|x| *x > 0.0).collect();
+    pts.push(0.0);
+    pts.push(f64::INFINITY);
+    pts.sort_by(f64::total_cmp);
+    pts.dedup();
+    // the first point where F reaches capacity: F(0) < capacity <= F(infinity)
+    let j = pts.partition_point(|&x| f(x) < capacity).clamp(1, pts.len() - 1);
+    (pts[j - 1], pts[j])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::Rng;
+
+    /// The level as defined (`finish`): the bracket by brute force, the sums in child order.
+    fn defined(capacity: f64, claims: &[Claim]) -> f64 {
+        let hi_sum: f64 = claims.iter().map(|c| c.hi).sum();
+        let lo_sum: f64 = claims.iter().map(|c| c.lo).sum();
+        if hi_sum <= capacity {
+            return f64::INFINITY;
+        }
+        if lo_sum >= capacity {
+            return 0.0;
+        }
+        let bps: Vec<(f64, f64)> = claims.iter().map(|c| (c.lo / c.shares, c.hi / c.shares)).collect();
+        let (a, b) = exact_bracket(capacity, claims, &bps);
+        finish(capacity, claims, &bps, a, b)
+    }
+
+    /// Claims from `rng`: on a grid (ties: equal breakpoints, floors at ceilings, zero
+    /// ceilings) or continuous (a 1,024-VM host's demand estimates), with a capacity between
+    /// the floors' sum and a little past the ceilings'.
+    fn draw(rng: &mut Rng, grid: bool) -> (f64, Vec<Claim>) {
+        let n = 1 + (rng.uniform() * 400.0) as usize;
+        let claims: Vec<Claim> = (0..n)
+            .map(|_| {
+                let shares = if grid { [500.0, 1000.0, 2000.0][(rng.uniform() * 3.0) as usize] } else { 1.0 + rng.uniform() * 19_999.0 };
+                let (x, y) = if grid {
+                    ((rng.uniform() * 8.0).floor() * 250.0, (rng.uniform() * 8.0).floor() * 250.0)
+                } else {
+                    (rng.uniform() * 500.0 * f64::from(u8::from(rng.uniform() < 0.2)), rng.uniform() * 2600.0)
+                };
+                Claim { shares, lo: x.min(y), hi: x.max(y) }
+            })
+            .collect();
+        let lo: f64 = claims.iter().map(|c| c.lo).sum();
+        let hi: f64 = claims.iter().map(|c| c.hi).sum();
+        (lo + rng.uniform() * 1.1 * (hi - lo), claims)
+    }
+
+    /// The search's level is the defined one, bit for bit, on grid and continuous claims.
+    #[test]
+    fn the_search_finds_the_defined_level() {
+        let mut rng = Rng::new(7);
+        let mut room = LevelScratch::default();
+        for i in 0..3000 {
+            let (capacity, claims) = draw(&mut rng, i % 2 == 0);
+            let want = defined(capacity, &claims);
+            let got = water_level_in(capacity, &claims, &mut room);
+            assert_eq!(got.to_bits(), want.to_bits(), "draw {i}: {got} against {want}");
+        }
+    }
+
+    /// A search judged wrong at a breakpoint is put right: `finish` given a bracket one
+    /// breakpoint off finds the defined one.
+    #[test]
+    fn a_wrong_bracket_is_put_right() {
+        let c = |shares, lo, hi| Claim { shares, lo, hi };
+        let claims = [c(1.0, 0.0, 0.5), c(1.0, 0.0, 4.0), c(2.0, 0.0, 1.0)];
+        let bps: Vec<(f64, f64)> = claims.iter().map(|c| (c.lo / c.shares, c.hi / c.shares)).collect();
+        // F(lambda) = min(lambda, 0.5) + min(lambda, 4) + min(2 lambda, 1): 3 at lambda = 1.5,
+        // in the bracket (0.5, 4) and not (0, 0.5) or (4, infinity)
+        assert_eq!(finish(3.0, &claims, &bps, 0.5, 4.0), 1.5);
+        assert_eq!(finish(3.0, &claims, &bps, 0.0, 0.5), 1.5);
+        assert_eq!(finish(3.0, &claims, &bps, 4.0, f64::INFINITY), 1.5);
     }
 }
