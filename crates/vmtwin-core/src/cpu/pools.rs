@@ -30,7 +30,7 @@
 //! - ESX keeps part of the host for the VMkernel and the service console; the root pool here
 //!   offers the whole capacity.
 
-use super::entitlement::{fill_in, water_level_in, Claim, LevelScratch};
+use super::entitlement::{fill_in, water_level_near, Claim, LevelScratch};
 use crate::spec::PoolSpec;
 use crate::{invalid, VmtwinError, VmtwinResult};
 
@@ -288,7 +288,11 @@ impl PoolTree {
     /// than the water-fill); the result is `room`'s, in VM order.
     pub fn entitlements_in<'a>(&self, vms: &[VmClaim], capacity_mhz: f64, room: &'a mut PoolScratch) -> &'a [Entitlement] {
         let n = self.pools.len();
-        let PoolScratch { lo, hi, unlimited_hi, alloc, wcap, binding, bounds, claims, split, level_room, out } = room;
+        let PoolScratch { lo, hi, unlimited_hi, alloc, wcap, binding, bounds, claims, split, level_room, levels, out } = room;
+        if levels.len() != 2 * n {
+            levels.clear();
+            levels.resize(2 * n, f64::NAN);
+        }
         for v in [&mut *lo, &mut *hi, &mut *unlimited_hi, &mut *alloc, &mut *wcap] {
             v.clear();
             v.resize(n, 0.0);
@@ -342,12 +346,15 @@ impl PoolTree {
                 let (l, h) = bounds[v as usize];
                 claims.push(Claim { shares: vms[v as usize].shares as f64, lo: l, hi: h });
             }
-            let alloc_level = fill_in(alloc[id], claims, split, level_room);
+            // last time's levels as the search's hints (the levels do not depend on them)
+            let alloc_level = fill_in(alloc[id], claims, split, level_room, levels[2 * id]);
+            levels[2 * id] = alloc_level;
             if let Some(l) = p.limit_mhz {
                 binding[id] |= alloc[id] >= l as f64 * (1.0 - 1e-9) && unlimited_hi[id] > l as f64;
             }
             // the weight capacity differs from the allocation only below a limited pool
-            let level = if wcap[id] == alloc[id] { alloc_level } else { water_level_in(wcap[id], claims, level_room) };
+            let level = if wcap[id] == alloc[id] { alloc_level } else { water_level_near(wcap[id], claims, level_room, levels[2 * id + 1]) };
+            levels[2 * id + 1] = level;
             for (k, &c) in p.pools.iter().enumerate() {
                 let c = c as usize;
                 alloc[c] = split[k];
@@ -372,8 +379,9 @@ impl PoolTree {
 }
 
 /// Room for [`PoolTree::entitlements_in`]: per pool its floor, ceilings, allocation, weight
-/// capacity and whether a limit binds it; per VM its floor and ceiling; one pool's claims, their split and the water level's
-/// search buffers; the result.
+/// capacity, whether a limit binds it and its last water levels (the next search's hints); per
+/// VM its floor and ceiling; one pool's claims, their split and the water level's search
+/// buffers; the result.
 #[derive(Debug, Clone, Default)]
 pub struct PoolScratch {
     lo: Vec<f64>,
@@ -386,6 +394,8 @@ pub struct PoolScratch {
     claims: Vec<Claim>,
     split: Vec<f64>,
     level_room: LevelScratch,
+    /// per pool, its allocation's and its weight capacity's water levels at the last call
+    levels: Vec<f64>,
     out: Vec<Entitlement>,
 }
 
