@@ -726,6 +726,10 @@ pub struct CpuSched {
     /// per VM, `update_demand`'s sums over its vCPUs: fractions of the interval run and
     /// waited, and entitlement
     served: Vec<(f64, f64, f64)>,
+    /// per VM, its vCPUs' demand estimates (`Vcpu::demand`, pCPUs) summed in vCPU order, as of
+    /// the last demand walk, which alone changes them: the entitlement update's claims read
+    /// this dense array, not the last line of every vCPU's record
+    vm_demand: Vec<f64>,
     /// debug builds: `relaxed-4x` VMs left unmarked by a start, stop or wake, to check at the
     /// look (`check_unlooked`)
     #[cfg(debug_assertions)]
@@ -911,6 +915,8 @@ impl CpuSched {
             under: vec![false; vcpus_per_vm.len()],
             held_back: vec![false; vcpus_per_vm.len()],
             served: vec![(0.0, 0.0, 0.0); vcpus_per_vm.len()],
+            // every vCPU's estimate starts at a whole pCPU (`Vcpu::demand`)
+            vm_demand: vcpus_per_vm.iter().map(|&n| f64::from(n)).collect(),
             #[cfg(debug_assertions)]
             unlooked: vec![0; vcpus_per_vm.len().div_ceil(64)],
             waiting: Vec::new(),
@@ -3528,6 +3534,7 @@ impl CpuSched {
         let throttle = self.params.migration_throttle;
         let busy: Vec<u64> = if throttle { (0..self.pcpus.len()).map(|p| self.pcpu_busy_ns(p as u32, now)).collect() } else { Vec::new() };
         self.served.fill((0.0, 0.0, 0.0));
+        self.vm_demand.fill(0.0);
         // READY as delay only where the water-fill sees all the contention (the doc comment)
         let whole_host = !self.cells.on && !self.params.numa_confine;
         for vc in &mut self.vcpus {
@@ -3535,11 +3542,14 @@ impl CpuSched {
             if throttle {
                 vc.update_load_share(&busy, &self.busy_mark);
             }
+            // (every vCPU's estimate, kept or new, goes into its VM's sum)
             if vc.state == VcpuState::Off {
+                self.vm_demand[vc.vm as usize] += vc.demand;
                 continue;
             }
             let span = now.saturating_sub(vc.demand_since).min(interval);
             if span == 0 {
+                self.vm_demand[vc.vm as usize] += vc.demand;
                 continue;
             }
             let runnable = vc.runnable_ns();
@@ -3565,6 +3575,7 @@ impl CpuSched {
             // the first measurement replaces the power-on guess rather than blending with it
             vc.demand = if vc.demand_measured { w * frac + (1.0 - w) * vc.demand } else { frac };
             vc.demand_measured = true;
+            self.vm_demand[vc.vm as usize] += vc.demand;
         }
         if throttle {
             self.busy_mark = busy;
@@ -3761,6 +3772,11 @@ impl CpuSched {
         }
         // (no key changed since the walk above)
         self.queues.rekey(|v| new_keys[v as usize]);
+    }
+
+    /// Per VM, its vCPUs' demand estimates summed (pCPUs): see `vm_demand`.
+    pub fn vm_demand(&self) -> &[f64] {
+        &self.vm_demand
     }
 
     /// The fair clock's reading now, in virtual ns.

@@ -568,10 +568,9 @@ impl Simulation {
         // 1,024 VMs, fresh ones every second showed up among the run's L1 write misses)
         let (mut claims, mut shares, mut room, mut keys) = std::mem::take(&mut self.ent_scratch);
         claims.clear();
-        claims.extend(self.vms.iter().map(|v| {
-            let vcpus = &self.sched.vcpus[v.first_vcpu as usize..(v.first_vcpu + v.vcpus) as usize];
-            let demand = vcpus.iter().map(|c| c.demand).sum::<f64>() * core;
-            VmClaim::of(v.shares, v.reservation_mhz, v.limit_mhz, v.vcpus, core, demand, v.powered_on_at.is_some())
+        // (each VM's vCPUs' estimates summed by the demand walk, in vCPU order)
+        claims.extend(self.vms.iter().zip(self.sched.vm_demand()).map(|(v, &demand)| {
+            VmClaim::of(v.shares, v.reservation_mhz, v.limit_mhz, v.vcpus, core, demand * core, v.powered_on_at.is_some())
         }));
         let ent = self.pools.entitlements_in(&claims, self.topo.capacity_mhz() as f64, &mut room);
         shares.clear();
