@@ -97,6 +97,18 @@ impl FairClock {
         self.count += 1;
     }
 
+    /// [`Self::join`] when `joins`, else nothing: the sums are picked, not branched over (a
+    /// rebuild over every vCPU takes a coin toss of a branch per vCPU otherwise).
+    #[inline(always)]
+    pub fn join_if(&mut self, joins: bool, w: f64, key: f64) {
+        // a vCPU that does not join adds +0.0, which leaves either sum as it is: both start at
+        // +0.0 (`reset`), and a sum of floats that starts at +0.0 never reads -0.0
+        let keep = 0u64.wrapping_sub(u64::from(joins));
+        self.w_sum += f64::from_bits(w.to_bits() & keep);
+        self.wk_sum += f64::from_bits((w * key).to_bits() & keep);
+        self.count += u32::from(joins);
+    }
+
     /// A runnable vCPU (not running) stops being runnable.
     #[inline]
     pub fn leave(&mut self, w: f64, key: f64) {

@@ -212,6 +212,16 @@ fn weighted_slice(weight: f64, per_weight: f64, r: &SliceRange) -> Time {
     }
 }
 
+/// `if c { a } else { b }` by the floats' bits, so that it compiles to no branch: the demand
+/// walk and the entitlement update's walk over every vCPU pick by flags that are coin tosses
+/// from one vCPU to the next (it halted or not, its VM satisfied or not, served short or not),
+/// and a float `if` may compile to a branch.
+#[inline(always)]
+fn pick_f(c: bool, a: f64, b: f64) -> f64 {
+    let m = 0u64.wrapping_sub(u64::from(c));
+    f64::from_bits((a.to_bits() & m) | (b.to_bits() & !m))
+}
+
 /// A vCPU whose entitlement is at least this many pCPUs is entitled to a whole pCPU.
 const FULL_PCPU: f64 = 1.0 - 1e-6;
 
@@ -3542,39 +3552,39 @@ impl CpuSched {
             if throttle {
                 vc.update_load_share(&busy, &self.busy_mark);
             }
-            // (every vCPU's estimate, kept or new, goes into its VM's sum)
-            if vc.state == VcpuState::Off {
-                self.vm_demand[vc.vm as usize] += vc.demand;
-                continue;
-            }
             let span = now.saturating_sub(vc.demand_since).min(interval);
-            if span == 0 {
-                self.vm_demand[vc.vm as usize] += vc.demand;
-                continue;
+            // a powered-off vCPU, or one with no time measured, keeps its estimate
+            if vc.state != VcpuState::Off && span != 0 {
+                let runnable = vc.runnable_ns();
+                let ran = vc.time_ns[VcpuState::Run as usize];
+                let run = (ran - vc.ran_mark) as f64;
+                let held = (runnable - vc.runnable_mark) as f64 - run;
+                let rest = (span as f64 - run - held).max(0.0);
+                let ready_ns = vc.time_ns[VcpuState::Ready as usize];
+                let ready = (ready_ns - vc.ready_mark) as f64;
+                vc.ready_mark = ready_ns;
+                // READY time of a vCPU that halted in the span, in a VM not held back, was delay,
+                // not demand (the doc comment); its MLMTD and COSTOP time still count. Picked,
+                // not branched over (`pick_f`): whether a vCPU halted is a coin toss from one to
+                // the next. With `held` zero the weighed time is not taken (a NaN if `rest` is
+                // zero too).
+                let halted = (rest > 0.0) & whole_host & !self.held_back[vc.vm as usize];
+                let counted = pick_f(halted, held - ready, held);
+                let weighed = counted * (held / (held + rest)).powi(DEMAND_WAIT_POWER);
+                let waited = pick_f(held > 0.0, weighed, 0.0);
+                let frac = ((run + waited) / span as f64).min(1.0);
+                let served = &mut self.served[vc.vm as usize];
+                served.0 += run / span as f64;
+                served.1 += held / span as f64;
+                served.2 += vc.alloc;
+                vc.runnable_mark = runnable;
+                vc.ran_mark = ran;
+                vc.demand_since = now;
+                // the first measurement replaces the power-on guess rather than blending with it
+                vc.demand = if vc.demand_measured { w * frac + (1.0 - w) * vc.demand } else { frac };
+                vc.demand_measured = true;
             }
-            let runnable = vc.runnable_ns();
-            let ran = vc.time_ns[VcpuState::Run as usize];
-            let run = (ran - vc.ran_mark) as f64;
-            let held = (runnable - vc.runnable_mark) as f64 - run;
-            let rest = (span as f64 - run - held).max(0.0);
-            let ready_ns = vc.time_ns[VcpuState::Ready as usize];
-            let ready = (ready_ns - vc.ready_mark) as f64;
-            vc.ready_mark = ready_ns;
-            // READY time of a vCPU that halted in the span, in a VM not held back, was delay,
-            // not demand (the doc comment); its MLMTD and COSTOP time still count
-            let counted = if rest > 0.0 && whole_host && !self.held_back[vc.vm as usize] { held - ready } else { held };
-            let waited = if held > 0.0 { counted * (held / (held + rest)).powi(DEMAND_WAIT_POWER) } else { 0.0 };
-            let frac = ((run + waited) / span as f64).min(1.0);
-            let served = &mut self.served[vc.vm as usize];
-            served.0 += run / span as f64;
-            served.1 += held / span as f64;
-            served.2 += vc.alloc;
-            vc.runnable_mark = runnable;
-            vc.ran_mark = ran;
-            vc.demand_since = now;
-            // the first measurement replaces the power-on guess rather than blending with it
-            vc.demand = if vc.demand_measured { w * frac + (1.0 - w) * vc.demand } else { frac };
-            vc.demand_measured = true;
+            // (every vCPU's estimate, kept or new, goes into its VM's sum)
             self.vm_demand[vc.vm as usize] += vc.demand;
         }
         if throttle {
@@ -3708,17 +3718,15 @@ impl CpuSched {
             // VM's vCPU count (a line of its `Siblings`) read only for a limited one
             vc.at_limit = vc.limited
                 && self.limiters[vc.vm as usize].user_mhz.is_some_and(|l| sh.alloc * f64::from(self.gangs[vc.vm as usize].n) * core >= l * (1.0 - 1e-9));
-            vc.passes_on = sh.held && self.under[vc.vm as usize] && least < sh.alloc - GUARD_EPS;
-            vc.guard = if sh.satisfied || sh.alloc >= FULL_PCPU { sh.alloc } else { f64::NEG_INFINITY };
-            vc.shield = if self.short[vc.vm as usize] { sh.alloc } else { vc.guard };
+            vc.passes_on = sh.held & self.under[vc.vm as usize] & (least < sh.alloc - GUARD_EPS);
+            vc.guard = pick_f(sh.satisfied | (sh.alloc >= FULL_PCPU), sh.alloc, f64::NEG_INFINITY);
+            vc.shield = pick_f(self.short[vc.vm as usize], sh.alloc, vc.guard);
             let lag = ((clock - vc.key) * vc.weight).clamp(-max_debt, max_lag);
             vc.weight = w;
             vc.inv_weight = 1.0 / w;
             vc.key = -lag * vc.inv_weight;
             *new_key = vc.key;
-            if IN_CLOCK[vc.state as usize] {
-                self.clock.join(vc.weight, vc.key);
-            }
+            self.clock.join_if(IN_CLOCK[vc.state as usize], vc.weight, vc.key);
             if vc.limited && ACTIVE[vc.state as usize] {
                 for &l in &self.chains[vc.vm as usize] {
                     self.limiters[l as usize].active_alloc += vc.bucket_part();
