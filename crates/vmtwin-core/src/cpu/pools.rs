@@ -365,12 +365,16 @@ impl PoolTree {
                 let vm = &vms[v as usize];
                 let r = vm.reservation_mhz as f64;
                 let mhz = split[p.pools.len() + k];
+                let held = vm.powered_on && mhz < bounds[v as usize].1 * (1.0 - 1e-9);
                 out[v as usize] = Entitlement {
                     mhz,
                     weight_mhz: if vm.powered_on { share_at(level, vm.shares, r, vm.cap_mhz) } else { 0.0 },
                     share_limit_mhz: (binding[id] && vm.powered_on).then(|| share_at(alloc_level, vm.shares, r, vm.cap_mhz)),
                     satisfied: fits && vm.powered_on && mhz >= bounds[v as usize].1 * (1.0 - 1e-9),
-                    held: vm.powered_on && mhz < bounds[v as usize].1 * (1.0 - 1e-9),
+                    held,
+                    // (its share below its reservation: `weight_mhz` is the reservation)
+                    at_floor: held && level * f64::from(vm.shares) < r * (1.0 - 1e-9),
+                    share_mhz: if vm.powered_on { (alloc_level * f64::from(vm.shares)).min(vm.cap_mhz) } else { 0.0 },
                 };
             }
         }
@@ -436,6 +440,11 @@ pub struct Entitlement {
     /// held back by the others: its allocation is below what it wants (its ceiling: demand,
     /// limit or vCPUs)
     pub held: bool,
+    /// held back at its reservation: its share at the water level is below it, so its
+    /// allocation and its weight are its reservation, not its share
+    pub at_floor: bool,
+    /// its share at its pool's water level, whatever its reservation (at most its vCPUs), MHz
+    pub share_mhz: f64,
 }
 
 /// A child's share at water level `level` (MHz per share), clamped to `[floor, ceiling]` (the

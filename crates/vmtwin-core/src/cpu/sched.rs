@@ -57,6 +57,24 @@
 //! entitled to less (`pass_on`): being first in every queue does not give a vCPU back time it
 //! lost while no pCPU freed, and one entitled to nearly a whole pCPU has little slack to wait.
 //!
+//! A VM held back at its reservation (max-min gives it the reservation because its share at the
+//! water level is less: `VcpuShare::at_floor`) weighs its reservation, so between updates it
+//! takes part of whatever slack arises in proportion to it, where max-min gives slack to the
+//! VMs at the water level by their shares, and a VM at its floor none of it until the level
+//! passes the floor (a drawn scenario: 17.02 points of a pCPU for a 16.00 reservation). So at
+//! each entitlement update the lags of its vCPUs are not the clock's but its reservation's
+//! balance (`floor_balances`): what each vCPU was owed since the last update (its part of the
+//! reservation, or what its share earned at the clock's pace if that is more), less what it
+//! ran, carried from update to update, owed or owing at most `max_lag_ns` per vCPU (owed no
+//! more than a sleeper wakes with, so a reservation left unused is not banked beyond that;
+//! owing no more either: a balance settles the last interval or two, not a start-up's excess).
+//! Within the interval the clock rules as for every VM; the balance settles the interval. This
+//! is the reservation tag of VMware's mClock (Gulati, Merchant and Varman, OSDI 2010:
+//! reservations kept by real-time tags, spare capacity by shares) settled once an interval
+//! instead of at every dispatch. A balance starts only at an update whose demands were all
+//! measured: the first water-fill works on power-on guesses (a whole pCPU per vCPU), and a VM
+//! it put at its floor then ran far beyond it while the others started up.
+//!
 //! A vCPU runs for at most the quantum times its weight over the heaviest vCPU's (at least
 //! `MIN_SLICE_NS`; a co-scheduled one the whole quantum), its remaining burst, or its
 //! part of what the limit
@@ -139,6 +157,12 @@
 //!   elsewhere, which the scheduler does not know; the execution-speed model charges both (a
 //!   move a refill, a return the part of the footprint others evicted, `cpu/cache.rs`).
 //! - A VM's weight is split evenly over its vCPUs, whatever each vCPU demands.
+//! - Only a VM held at its own reservation floor is settled to its reservation's balance: a
+//!   resource pool held at its floor gives its children weights from that floor, and they take
+//!   slack by it as such a VM did. The balance counts run time, not the share of a core charged
+//!   beside a busy hyperthread; its per-vCPU clamps and the placement of a waking vCPU drop part
+//!   of it, so a floor-held VM whose vCPUs halt often lands a little under its reservation (up
+//!   to 0.5 point of a pCPU on the census) where the weight alone put it a little over.
 //! - The demand estimate (`update_demand`) cannot tell a backlogged vCPU from one whose
 //!   wake-ups collide often where it sees no halt: a vCPU of a held-back VM, or one that did
 //!   not halt in an entitlement interval (a backlog longer than the interval, drained later).
@@ -249,6 +273,12 @@ pub struct VcpuShare {
     /// this entitlement is below what its VM wants (demand, its own limit or vCPUs): the
     /// others, or a pool's limit, hold it back
     pub held: bool,
+    /// held back at its reservation, which is above its share at the water level: its weight is
+    /// its reservation, and at the next update its lag is its reservation's balance
+    /// (`floor_balances`)
+    pub at_floor: bool,
+    /// its share at its pool's water level, whatever its reservation (at most a pCPU)
+    pub share: f64,
 }
 
 /// Least entitlement (pCPUs) a vCPU counts with when a bucket's tokens are split, so that one
@@ -481,6 +511,11 @@ impl Vcpu {
             + self.time_ns[VcpuState::Ready as usize]
             + self.time_ns[VcpuState::Mlmtd as usize]
             + self.time_ns[VcpuState::Costop as usize]
+    }
+
+    /// Its run time (ns) up to `now`, counters not brought up to date.
+    fn ran_by(&self, now: Time) -> u64 {
+        self.time_ns[VcpuState::Run as usize] + if self.state == VcpuState::Run { now - self.since } else { 0 }
     }
 
     /// Add the time since `since` to the current state's counter and restart it at `now`:
@@ -733,6 +768,20 @@ pub struct CpuSched {
     /// per VM: its entitlement was below what it wants at the last entitlement update
     /// (`VcpuShare::held`); read by the demand estimate (`update_demand`)
     held_back: Vec<bool>,
+    /// per VM: held at its reservation floor since the last entitlement update, and its share
+    /// then (`VcpuShare::at_floor`, `share`; the flag is not set at an update that had a
+    /// power-on guess among its demands)
+    at_floor: Vec<(bool, f64)>,
+    /// some VM's `at_floor` flag is set
+    any_at_floor: bool,
+    /// per VM held at its floor since the last update: what `set_weights` adds to each of its
+    /// vCPUs' lags to bring their sum to the reservation's balance (`floor_balances`)
+    floor_shift: Vec<f64>,
+    /// per vCPU of a VM held at its floor: its lag (CPU ns) and run time (ns) at the last
+    /// entitlement update, where its reservation's balance starts (`set_weights`)
+    floor_marks: Vec<(f64, u64)>,
+    /// when `set_weights` last ran
+    weights_at: Time,
     /// per VM, `update_demand`'s sums over its vCPUs: fractions of the interval run and
     /// waited, and entitlement
     served: Vec<(f64, f64, f64)>,
@@ -924,6 +973,11 @@ impl CpuSched {
             short: vec![false; vcpus_per_vm.len()],
             under: vec![false; vcpus_per_vm.len()],
             held_back: vec![false; vcpus_per_vm.len()],
+            at_floor: vec![(false, 0.0); vcpus_per_vm.len()],
+            any_at_floor: false,
+            floor_shift: vec![0.0; vcpus_per_vm.len()],
+            floor_marks: vec![(0.0, 0); n_vcpus],
+            weights_at: 0,
             served: vec![(0.0, 0.0, 0.0); vcpus_per_vm.len()],
             // every vCPU's estimate starts at a whole pCPU (`Vcpu::demand`)
             vm_demand: vcpus_per_vm.iter().map(|&n| f64::from(n)).collect(),
@@ -3707,11 +3761,24 @@ impl CpuSched {
         let mut heaviest = MIN_WEIGHT;
         new_keys.clear();
         new_keys.resize(self.vcpus.len(), 0.0);
-        for (vc, new_key) in self.vcpus.iter_mut().zip(new_keys.iter_mut()) {
+        let span = ns_f(now - self.weights_at);
+        self.weights_at = now;
+        let was_any = self.any_at_floor;
+        if was_any {
+            self.floor_balances(clock, now, span);
+        }
+        let mut any_at_floor = false;
+        for (v, (vc, new_key)) in self.vcpus.iter_mut().zip(new_keys.iter_mut()).enumerate() {
             let sh = per_vm[vc.vm as usize];
             let w = sh.weight.max(MIN_WEIGHT);
             if vc.state != VcpuState::Off {
                 heaviest = heaviest.max(w);
+            }
+            let mut lag = (clock - vc.key) * vc.weight;
+            // a VM held at its reservation floor until now: its vCPUs' lags sum to the
+            // reservation's balance, owing at most `max_lag` each (`floor_balances`)
+            if was_any && self.at_floor[vc.vm as usize].0 && vc.state != VcpuState::Off {
+                lag = (lag + self.floor_shift[vc.vm as usize]).max(-max_lag);
             }
             vc.alloc = sh.alloc;
             // its VM's entitlement in MHz against its own limit (not a share of a pool's); the
@@ -3721,7 +3788,12 @@ impl CpuSched {
             vc.passes_on = sh.held & self.under[vc.vm as usize] & (least < sh.alloc - GUARD_EPS);
             vc.guard = pick_f(sh.satisfied | (sh.alloc >= FULL_PCPU), sh.alloc, f64::NEG_INFINITY);
             vc.shield = pick_f(self.short[vc.vm as usize], sh.alloc, vc.guard);
-            let lag = ((clock - vc.key) * vc.weight).clamp(-max_debt, max_lag);
+            let lag = lag.clamp(-max_debt, max_lag);
+            // one held there from now (powered on: its vCPUs are not off) starts a balance
+            if sh.at_floor {
+                any_at_floor = true;
+                self.floor_marks[v] = (lag, vc.ran_by(now));
+            }
             vc.weight = w;
             vc.inv_weight = 1.0 / w;
             vc.key = -lag * vc.inv_weight;
@@ -3732,6 +3804,16 @@ impl CpuSched {
                     self.limiters[l as usize].active_alloc += vc.bucket_part();
                     self.limiters[l as usize].active_n += 1;
                 }
+            }
+        }
+        // a balance starts only at an update whose demands were all measured: before, the water
+        // level comes from power-on guesses (a whole pCPU per vCPU), and a VM it put at its
+        // floor ran far beyond it while the others started up
+        let measured = any_at_floor && self.vcpus.iter().all(|vc| vc.demand_measured || vc.state == VcpuState::Off);
+        self.any_at_floor = measured;
+        if was_any || any_at_floor {
+            for (f, sh) in self.at_floor.iter_mut().zip(per_vm) {
+                *f = (sh.at_floor && measured, sh.share);
             }
         }
         // ns of slice per pCPU of weight: the quantum over the heaviest vCPU's weight (at most
@@ -3780,6 +3862,36 @@ impl CpuSched {
         }
         // (no key changed since the walk above)
         self.queues.rekey(|v| new_keys[v as usize]);
+    }
+
+    /// For each VM held at its reservation floor since the last update (`VcpuShare::at_floor`),
+    /// the shift that brings its vCPUs' lags (CPU ns, against the fair clock, which has moved
+    /// `clock` virtual ns in the `span` ns since that update) to its reservation's balance: the
+    /// balance at that update, plus what each vCPU was owed since, less what it ran. Each was
+    /// owed its entitlement (its part of the reservation) or, if more, what its share earned at
+    /// the clock's pace (`clock` x its share: a vCPU at the water level keeping pace with the
+    /// clock got that much). The module's header says why.
+    fn floor_balances(&mut self, clock: f64, now: Time, span: f64) {
+        for vm in 0..self.at_floor.len() {
+            let (at_floor, share) = self.at_floor[vm];
+            if !at_floor {
+                continue;
+            }
+            let (mut balance, mut lags, mut n) = (0.0, 0.0, 0u32);
+            for v in self.vcpus_of(vm as u32) {
+                let vc = &self.vcpus[v];
+                if vc.state == VcpuState::Off {
+                    continue;
+                }
+                // (`alloc`: the entitlement in force since the last update, the reservation)
+                let owed = (vc.alloc * span).max(share * clock);
+                let mark = self.floor_marks[v];
+                balance += mark.0 + owed - (vc.ran_by(now) - mark.1) as f64;
+                lags += (clock - vc.key) * vc.weight;
+                n += 1;
+            }
+            self.floor_shift[vm] = if n > 0 { (balance - lags) / f64::from(n) } else { 0.0 };
+        }
     }
 
     /// Per VM, its vCPUs' demand estimates summed (pCPUs): see `vm_demand`.

@@ -578,7 +578,7 @@ impl Simulation {
             *to = (e.mhz, c.demand_mhz);
             // the VM's vCPUs x core MHz (`VmClaim::of`)
             let per = c.cap_mhz;
-            shares.push(VcpuShare { weight: e.weight_mhz / per, alloc: e.mhz / per, satisfied: e.satisfied, held: e.held });
+            shares.push(VcpuShare { weight: e.weight_mhz / per, alloc: e.mhz / per, satisfied: e.satisfied, held: e.held, at_floor: e.at_floor, share: e.share_mhz / per });
         }
         if self.pools.has_limits() {
             for (i, e) in ent.iter().enumerate() {
