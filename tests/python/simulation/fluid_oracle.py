@@ -11,12 +11,14 @@ mean demands. This module computes how far, by fluid hierarchical max-min at eve
 
 - each vCPU with queued work demands one pCPU (open-loop work queues per vCPU, as in the guest);
 - at every instant the host is split by ``maxmin_oracle.allocate`` over the *instantaneous*
-  demands: shares through the pool tree, reservations as floors, pool limits as rate caps,
-  expandable and fixed pool reservations as there;
-- a VM's limit is a token bucket, not a cap at every instant: it earns the limit's rate and
-  holds at most ``LIMIT_BURST_S`` of it, so a burst shorter than that runs at whole pCPUs (the
-  limit semantics the engine documents: research C5, `limit_burst_ns`; a cap at every instant
-  held a bursty limited VM below what the engine lawfully gives it);
+  demands: shares through the pool tree, reservations as floors, expandable and fixed pool
+  reservations as there;
+- a limit, a VM's or a pool's, is a token bucket, not a cap at every instant: it earns the
+  limit's rate and holds at most ``LIMIT_BURST_S`` of it, so a burst shorter than that runs at
+  whole pCPUs (the limit semantics the engine documents: research C5, `limit_burst_ns`; a cap at
+  every instant held a bursty limited VM below what the engine lawfully gives it). A VM's bucket
+  clips its demand of the step to its tokens plus the step's accrual; a pool's is a cap of that
+  size on the pool in the step's water-fill, so its VMs split what it may spend by their shares;
 - a VM's part is split equally over its vCPUs with queued work (max-min, none above one pCPU
   or above its own queue).
 
@@ -58,7 +60,7 @@ DT_S = 2e-4  # time step, s
 WARMUP_S = 1.0  # simulated before measuring, s (queues reach their regime)
 HORIZON_S = 6.0  # measured, s
 EMPTY = 1e-12  # pCPU-seconds: a queue holding less is empty (float residue)
-LIMIT_BURST_S = 0.1  # a VM limit's bucket depth as time at its rate, s: the engine's documented
+LIMIT_BURST_S = 0.1  # a limit's bucket depth (VM or pool) as time at its rate, s: the engine's documented
 # default (`limit_burst_ns`, 100 ms, research C5), a parameter of the model, not of its code
 
 _M64 = (1 << 64) - 1
@@ -216,7 +218,7 @@ def _simulate(sc, at_once: set[str], rng, dt: float, warmup_s: float, horizon_s:
     start = int(round(warmup_s / dt))
     arrive, late = _arrivals(sc, rng, steps, dt)
     owner = np.concatenate([[i] * v.vcpus for i, v in enumerate(vms)]).astype(int) if vms else np.zeros(0, int)
-    # limits in pCPUs: a VM's is its bucket's rate (below), a pool's a rate cap over its VMs
+    # limits in pCPUs: each is its bucket's rate (below)
     vm_limit = np.array([np.inf if v.node.limit is None else v.node.limit / core for v in vms])
     member = np.zeros((len(pools), len(vms)))
     index = {v.node.name: i for i, v in enumerate(vms)}
@@ -241,6 +243,15 @@ def _simulate(sc, at_once: set[str], rng, dt: float, warmup_s: float, horizon_s:
     tokens = np.zeros(len(vms))
     for v in vms:
         v.node.limit = None
+    # pool limits as buckets too: each step a pool may spend its tokens plus the step's accrual,
+    # a cap set on it for the water-fill only where its VMs' demands exceed it (else it binds
+    # nothing, and the memo's key stays that of the demands)
+    pool_rate = np.where(np.isfinite(pool_limit), pool_limit, 0.0)
+    pool_depth = pool_rate * LIMIT_BURST_S
+    pool_tokens = np.zeros(len(pools))
+    pool_limited = np.isfinite(pool_limit)
+    for p in pools:
+        p.limit = None
 
     widest = max((v.vcpus for v in vms), default=0)
     slots = np.full((len(vms), widest), nv)
@@ -257,23 +268,28 @@ def _simulate(sc, at_once: set[str], rng, dt: float, warmup_s: float, horizon_s:
         want = np.minimum(free, backlog / dt)
         vm_raw = np.bincount(owner, want, minlength=len(vms))
         vm_want = np.where(limited, np.minimum(vm_raw, tokens / dt + rate), vm_raw)
-        if vm_want.sum() <= cap_pcpu and np.all(member @ vm_want <= pool_limit):
+        pool_want = member @ vm_want
+        pool_cap = np.where(pool_limited & (pool_want > pool_tokens / dt + pool_rate), pool_tokens / dt + pool_rate, np.inf)
+        if vm_want.sum() <= cap_pcpu and not np.isfinite(pool_cap).any():
             vm_got = vm_want
             give = want if np.array_equal(vm_want, vm_raw) else _equal_split(want, vm_got, owner, slots)
         else:
-            key = vm_want.tobytes()
+            key = vm_want.tobytes() + pool_cap.tobytes()
             vm_got = memo.get(key)
             if vm_got is None:
                 for v, d, r in zip(vms, vm_want, reserved):
                     v.node.demand = d * core
                     if v.node.name in at_once:
                         v.node.reservation = max(r, d * core)
+                for p, c in zip(pools, pool_cap):
+                    p.limit = c * core if np.isfinite(c) else None
                 alloc = allocate(capacity, root, core)
                 vm_got = memo[key] = np.array([alloc[v.node.name] / core for v in vms])
             give = _equal_split(want, vm_got, owner, slots)
         backlog -= give * dt
         np.maximum(backlog, 0.0, out=backlog)
         tokens = np.minimum(depth, np.maximum(tokens + (rate - vm_got) * dt, 0.0))
+        pool_tokens = np.minimum(pool_depth, np.maximum(pool_tokens + (pool_rate - member @ vm_got) * dt, 0.0))
         if s >= start:
             used += vm_got * dt
             ready += np.bincount(owner, want - give, minlength=len(vms)) * dt

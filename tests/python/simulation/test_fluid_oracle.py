@@ -10,7 +10,7 @@ from fluid_oracle import expected_vm_mhz, phases, simulate, under_share
 from maxmin_oracle import expected_vm_mhz as maxmin_mhz
 from test_maxmin_property import _RandomPick, make_scenario
 
-from vmtwin import VM, CpuBound, Host, Idle, Scenario, Simulation
+from vmtwin import VM, CpuBound, Host, Idle, ResourcePool, Scenario, Simulation
 
 BURST = "5ms"
 
@@ -76,6 +76,28 @@ def test_busy_vms_split_by_shares():
                        for n, s in (("a", 1000), ("b", 2000), ("c", 1000))])
     r = simulate(sc, horizon_s=1.0)
     assert [round(r.used_pcpu[v], 4) for v in "abc"] == [0.25, 0.5, 0.25]
+
+
+def test_a_pool_limit_is_a_bucket_not_a_cap():
+    """Worked by hand: a pool limited to 1 pCPU holds a 2-vCPU VM bursting 5 ms every 20 ms on
+    each vCPU (0.5 pCPU in the mean) and a 1-vCPU one at duty 0.2, on 4 pCPUs. The pool's bucket
+    earns 1 pCPU and holds 100 ms of it, so overlapping bursts run at once on saved tokens and no
+    vCPU waits; a cap at every instant would hold the overlaps to 1 pCPU. Busy VMs in a pool
+    limited to 1.5 pCPUs split its rate by their shares (2000 : 1000): their bucket stays empty,
+    so it is the rate at every step once their first bursts have arrived."""
+    pool = [ResourcePool(name="p", cpu={"limit": "1000MHz"})]
+    for seed in range(1, 5):
+        sc = Scenario(name="pool", seed=seed, duration="1s", sample_interval="1s", host=_host(4), resource_pools=pool,
+                      vms=[VM(name="a", vcpus=2, pool="p", workload=_open(0.25)), VM(name="b", vcpus=1, pool="p", workload=_open(0.2))])
+        r = simulate(sc, horizon_s=2.0)
+        assert r.used_pcpu["a"] == pytest.approx(0.5, rel=1e-3), seed
+        assert r.used_pcpu["b"] == pytest.approx(0.2, rel=1e-3), seed
+        assert r.ready_pcpu["a"] + r.ready_pcpu["b"] == pytest.approx(0.0, abs=1e-9), seed
+    sc = Scenario(name="pool", seed=1, duration="1s", sample_interval="1s", host=_host(4),
+                  resource_pools=[ResourcePool(name="p", cpu={"limit": "1500MHz"})],
+                  vms=[VM(name=n, vcpus=2, pool="p", cpu={"shares": s}, workload=_open(1.0)) for n, s in (("a", 2000), ("b", 1000))])
+    r = simulate(sc, warmup_s=0.1, horizon_s=2.0)
+    assert [round(r.used_pcpu[v], 6) for v in "ab"] == [1.0, 0.5]
 
 
 def _cpu_bound(sc: Scenario, rng: random.Random) -> Scenario:
