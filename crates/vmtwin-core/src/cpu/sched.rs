@@ -4021,7 +4021,7 @@ mod tests {
         }
         s.held_back = vec![true, true, false];
         // one interval of (ran, READY) each, the rest idle, every vCPU idle at its end
-        let mut step = |s: &mut CpuSched, end: Time, intervals: [(Time, Time); 3]| {
+        let step = |s: &mut CpuSched, end: Time, intervals: [(Time, Time); 3]| {
             for (v, (run, ready)) in intervals.into_iter().enumerate() {
                 let vc = &mut s.vcpus[v];
                 vc.since = end;
