@@ -69,7 +69,7 @@
 //!   reference that attains it keeps each of its vCPUs READY 45% of the time), which the
 //!   near-zero-%RDY semantic forbids; see docs/cpu-scheduler.md.
 
-use crate::sim::{ns_f, Time};
+use crate::sim::{ns_f, pick_f, Time};
 
 /// The weight-averaged virtual time of the runnable vCPUs.
 #[derive(Debug, Clone, Default)]
@@ -103,9 +103,8 @@ impl FairClock {
     pub fn join_if(&mut self, joins: bool, w: f64, key: f64) {
         // a vCPU that does not join adds +0.0, which leaves either sum as it is: both start at
         // +0.0 (`reset`), and a sum of floats that starts at +0.0 never reads -0.0
-        let keep = 0u64.wrapping_sub(u64::from(joins));
-        self.w_sum += f64::from_bits(w.to_bits() & keep);
-        self.wk_sum += f64::from_bits((w * key).to_bits() & keep);
+        self.w_sum += pick_f(joins, w, 0.0);
+        self.wk_sum += pick_f(joins, w * key, 0.0);
         self.count += u32::from(joins);
     }
 

@@ -374,7 +374,7 @@ impl PoolTree {
                     held,
                     // (its share below its reservation: `weight_mhz` is the reservation)
                     at_floor: held && level * f64::from(vm.shares) < r * (1.0 - 1e-9),
-                    share_mhz: if vm.powered_on { (alloc_level * f64::from(vm.shares)).min(vm.cap_mhz) } else { 0.0 },
+                    share_mhz: if vm.powered_on { share_at(alloc_level, vm.shares, 0.0, vm.cap_mhz) } else { 0.0 },
                 };
             }
         }

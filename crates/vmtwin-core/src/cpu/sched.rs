@@ -191,7 +191,7 @@ use super::limit::{TokenBucket, DORMANT_MAX, LIMIT_BORROW_NS, SHARE_SPLIT_BELOW}
 use super::params::CpuSchedParams;
 use super::runqueue::QueueSet;
 use crate::hw::Topology;
-use crate::sim::{ceil_f, ceil_time, max_f, min_f, ns_f, trunc_i64, Event, EventQueue, Time};
+use crate::sim::{ceil_f, ceil_time, mask, max_f, min_f, ns_f, pick_f, trunc_i64, Event, EventQueue, Time};
 use std::sync::atomic::Ordering::Relaxed;
 
 /// Power of the waiting share in the demand estimate (`update_demand`): held time counts as
@@ -242,16 +242,6 @@ fn weighted_slice(weight: f64, per_weight: f64, r: &SliceRange) -> Time {
     } else {
         r.lo
     }
-}
-
-/// `if c { a } else { b }` by the floats' bits, so that it compiles to no branch: the demand
-/// walk and the entitlement update's walk over every vCPU pick by flags that are coin tosses
-/// from one vCPU to the next (it halted or not, its VM satisfied or not, served short or not),
-/// and a float `if` may compile to a branch.
-#[inline(always)]
-fn pick_f(c: bool, a: f64, b: f64) -> f64 {
-    let m = 0u64.wrapping_sub(u64::from(c));
-    f64::from_bits((a.to_bits() & m) | (b.to_bits() & !m))
 }
 
 /// A vCPU whose entitlement is at least this many pCPUs is entitled to a whole pCPU.
@@ -551,8 +541,8 @@ impl Vcpu {
         let state = self.state as usize;
         // (masks, not a branch per counter: the same sums; which counter takes `dt` is a coin
         // toss from one vCPU to the next, and the compiler keeps the sums in vector registers)
-        let time = std::array::from_fn(|s| self.time_ns[s] + (dt & u64::from(s == state).wrapping_neg()));
-        let used = self.used_ns + (dt & u64::from(self.state == VcpuState::Run).wrapping_neg());
+        let time = std::array::from_fn(|s| self.time_ns[s] + (dt & mask(s == state)));
+        let used = self.used_ns + (dt & mask(self.state == VcpuState::Run));
         (self.time_ns, self.used_ns, self.since) = (time, used, now);
         (time, used)
     }

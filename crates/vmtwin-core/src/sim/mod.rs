@@ -79,6 +79,21 @@ pub fn max_f(a: f64, b: f64) -> f64 {
     }
 }
 
+/// All ones when `c`, else zero: a select by bits, so that a choice on a flag that is a coin
+/// toss from one item to the next (a walk over every vCPU) compiles to no branch.
+#[inline(always)]
+pub fn mask(c: bool) -> u64 {
+    u64::from(c).wrapping_neg()
+}
+
+/// `if c { a } else { b }` by the floats' bits ([`mask`]): a float `if` on a flag may compile to
+/// a branch, which a flag that is a coin toss from one vCPU to the next mispredicts.
+#[inline(always)]
+pub fn pick_f(c: bool, a: f64, b: f64) -> f64 {
+    let m = mask(c);
+    f64::from_bits((a.to_bits() & m) | (b.to_bits() & !m))
+}
+
 /// 2^52: from here on every `f64` is an integer (its 52 fraction bits are all whole units).
 const F64_INTEGRAL_FROM: f64 = 4_503_599_627_370_496.0;
 
