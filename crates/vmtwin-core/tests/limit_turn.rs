@@ -1,5 +1,5 @@
 //! A coarse limit turn (`limit_min_slice_ns`) still delivers the limit: the resume level stays
-//! under a quarter of the bucket's depth (`cpu/limit.rs`, `RESUME_BELOW`).
+//! under a quarter of the bucket's depth (`cpu/limit.rs`, `BucketRules::resume_below`).
 
 mod common;
 

@@ -67,6 +67,9 @@ MIN_LIMIT_BURST_NS = 1 * _MS
 #: Shortest CPU limit turn: 100 us, as a workload burst. A throttled VM makes two events per
 #: turn per vCPU; at 100 us a VM held at a 25% limit makes 5,000 per simulated second.
 MIN_LIMIT_MIN_SLICE_NS = 100_000
+#: Shortest CPU limit borrow: 100 us, as the turn. A held vCPU that borrows on an idle pCPU makes
+#: two events per loan; at 100 us one limited vCPU beside an idle pCPU makes 20,000 a second.
+MIN_LIMIT_BORROW_NS = 100_000
 #: Shortest workload burst: 100 us. Each burst is two events per vCPU; at 100 us a vCPU makes
 #: at most 20,000 events per simulated second.
 MIN_BURST_NS = 100_000
@@ -88,6 +91,7 @@ SCHEDULER_FLOORS = {
                              "each recomputation walks every pool and VM; ESX recomputes about once a second"),
     "limit_burst": (MIN_LIMIT_BURST_NS, "a shallower token bucket makes an event per refill"),
     "limit_min_slice": (MIN_LIMIT_MIN_SLICE_NS, "a throttled VM makes two events per turn per vCPU"),
+    "limit_borrow": (MIN_LIMIT_BORROW_NS, "a held vCPU borrowing on an idle pCPU makes two events per loan"),
 }
 
 # -- affordable: ceilings -------------------------------------------------------------------

@@ -75,6 +75,10 @@ class Host(_Model):
 #: CPU scheduler keys passed to the engine as they are (the others are durations, in ns).
 _UNITLESS_SCHED_KEYS = (
     "demand_ewma_weight",
+    "demand_wait_power",
+    "short_margin",
+    "limit_share_split_below",
+    "limit_dormant_max",
     "cosched_mode",
     "llc_aware",
     "llc_balance",
@@ -108,6 +112,18 @@ class CpuScheduler(_Model):
         None, description="Turn of a CPU limit: a throttled VM runs again once it has earned this much CPU per vCPU "
         "that wants to run, e.g. '5ms' (default)."
     )
+    limit_borrow: Optional[Nanos] = Field(
+        None, description="Most debt a vCPU held by a limit may run into on a pCPU that would otherwise idle (repaid "
+        "before it runs again), e.g. '1ms' (default)."
+    )
+    limit_share_split_below: Optional[Annotated[float, Strict(), Field(gt=0.0, le=1.0)]] = Field(
+        None, description="Fraction of a pool limit's bucket depth below which its children's shares of the limit bind; "
+        "a throttled bucket resumes at most at half of it. In (0, 1]; default 0.5."
+    )
+    limit_dormant_max: Optional[Annotated[float, Strict(), Field(gt=0.0, le=1.0)]] = Field(
+        None, description="Longest a pool limit far from binding stays dormant, as a fraction of limit_burst, in (0, 1] "
+        "and at least limit_min_slice / limit_burst; default 0.25."
+    )
     wake_preempt_margin: Optional[Nanos] = Field(None, description="Priority margin for a waking vCPU to preempt, e.g. '1ms'.")
     max_lag: Optional[Nanos] = Field(None, description="Most CPU time a vCPU may be owed by the fair clock, e.g. '100ms'.")
     max_debt: Optional[Nanos] = Field(
@@ -115,6 +131,14 @@ class CpuScheduler(_Model):
     )
     demand_ewma_weight: Optional[Annotated[float, Strict(), Field(gt=0.0, le=1.0)]] = Field(
         None, description="Weight of the newest sample in the demand EWMA, in (0, 1]."
+    )
+    demand_wait_power: Optional[Annotated[int, Strict(), Field(ge=0, le=32)]] = Field(
+        None, description="Power p of the waiting share in the demand estimate: held time counts as demand in proportion "
+        "to (held / (held + idle))^p. An integer from 0 (every held ns counts) to 32; default 3."
+    )
+    short_margin: Optional[Annotated[float, Strict(), Field(ge=0.0, le=1.0)]] = Field(
+        None, description="How far short of its entitlement (a fraction of one interval's) a VM that waited must have run "
+        "for wakers entitled to less to be barred from preempting it, in [0, 1]; default 0.05."
     )
     cosched_mode: Optional[Literal["off", "strict", "relaxed-3x", "relaxed-4x"]] = Field(
         None, description="Co-scheduling of multi-vCPU VMs: 'off', 'strict' (ESX 2.x: VM-wide co-stop, gang co-start "

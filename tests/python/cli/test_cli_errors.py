@@ -192,6 +192,15 @@ def test_reservation_beyond_capacity_is_refused(cli, tmp_path, work):
     assert_user_error(cli("validate", scenario), "shortfall")
 
 
+def test_engine_side_scheduler_bound_is_a_user_error(cli, tmp_path, work):
+    # checked by the engine (it spans two fields), reported as the schema's own checks are
+    scenario = tmp_path / "dormant.yaml"
+    scenario.write_text("host: {cores_per_llc: 2}\nvms:\n  - {name: a, workload: {type: idle}}\n"
+                        "cpu_scheduler: {limit_dormant_max: 0.01}\n")
+    for args in (("run", scenario, "-o", work / "out"), ("validate", scenario)):
+        assert_user_error(cli(*args), "cpu_scheduler.limit_dormant_max: got 0.01; allowed: ")
+
+
 def test_reservation_that_fits_is_accepted(cli, tmp_path, work):
     # control: half the reservations fit on the same host
     scenario = tmp_path / "fits.yaml"

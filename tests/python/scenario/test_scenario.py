@@ -156,6 +156,34 @@ def test_cpu_scheduler_partial_and_renamed():
     }
 
 
+def test_scheduler_constants_made_parameters_reach_the_engine():
+    # the five that were constants in cpu/sched.rs and cpu/limit.rs: renamed as the others, and
+    # the engine runs with them
+    import vmtwin
+    from vmtwin import _core
+
+    text = MINIMAL + ("cpu_scheduler: {limit_borrow: 2ms, limit_share_split_below: 0.6, limit_dormant_max: 0.5, "
+                      "demand_wait_power: 2, short_margin: 0.1}\nduration: 2s\n")
+    spec = _spec(text)
+    want = {"limit_borrow_ns": 2_000_000, "limit_share_split_below": 0.6, "limit_dormant_max": 0.5,
+            "demand_wait_power": 2, "short_margin": 0.1}
+    assert spec["cpu_sched"] == want
+    params = json.loads(_core.Simulation(json.dumps(spec)).params_json())["cpu_sched"]
+    assert {k: params[k] for k in want} == want
+    vmtwin.Simulation(parse_scenario(text)).run()
+
+
+def test_a_dormancy_shorter_than_a_turn_is_refused_by_the_engine():
+    # 0.01 of the 100 ms burst is 1 ms, under the 5 ms turn: never taken, and a look per ms
+    import vmtwin
+
+    sc = parse_scenario(MINIMAL + "cpu_scheduler: {limit_dormant_max: 0.01}\n")
+    with pytest.raises(ScenarioError, match=r"^cpu_scheduler.limit_dormant_max: got 0.01; allowed: .*at least limit_min_slice"):
+        vmtwin.Simulation(sc)
+    # at a 1 ms turn it is long enough
+    vmtwin.Simulation(parse_scenario(MINIMAL + "cpu_scheduler: {limit_dormant_max: 0.01, limit_min_slice: 1ms}\n"))
+
+
 def test_cpu_bound_workload():
     spec = _spec(MINIMAL.replace("{type: idle}", "{type: cpu_bound, duty: 0.6, burst: 20ms, burst_distribution: fixed}"))
     assert spec["vms"][0]["workload"] == {"kind": "cpu_bound", "duty": 0.6, "burst_ns": 20_000_000, "burst_dist": "fixed",

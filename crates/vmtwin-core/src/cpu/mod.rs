@@ -30,7 +30,7 @@ pub use cosched::{
     CoschedMode, CumulativeSkew, Lead, SKEW_TICK_NS,
 };
 pub use entitlement::{water_fill, water_level, Claim};
-pub use limit::{TokenBucket, LIMIT_BORROW_NS};
+pub use limit::{BucketRules, TokenBucket};
 pub use params::CpuSchedParams;
 pub use pools::{check_vm_cpu, Entitlement, Pool, PoolScratch, PoolTree, VmClaim, ROOT_POOL};
 pub use sched::{CpuSched, Limiter, SchedStats, Vcpu, VcpuShare, VcpuState, NONE, STATES};

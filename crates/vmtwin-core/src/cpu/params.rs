@@ -10,6 +10,11 @@ use std::collections::{BTreeMap, BTreeSet};
 /// nodes) is already far beyond any use; the bound keeps the wait in range of the clock.
 const MAX_MIGRATE_WAIT_FACTOR: f64 = 1000.0;
 
+/// Largest `demand_wait_power` accepted, dimensionless: at 32 a vCPU that waited as long as it
+/// rested already counts 2^-32 of its wait (2e-10), so a higher power changes nothing but
+/// backlogs, which count whole at any power.
+const MAX_DEMAND_WAIT_POWER: u32 = 32;
+
 /// Scheduler tunables. Every field name carries its unit.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -36,6 +41,28 @@ pub struct CpuSchedParams {
     /// worse than at 1 ms, and 5 ms gives bench-mixed's hour 20% fewer events than 1 ms
     /// (docs/cpu-scheduler.md).
     pub limit_min_slice_ns: Time,
+    /// Most debt a vCPU held by a limit may run into on a pCPU that would otherwise idle, in
+    /// pCPU-ns (`limit.rs`): limited VMs run in bursts between refills, and without the loan a
+    /// pCPU would idle whenever all of them are held at once although CPU is wanted. The debt is
+    /// repaid before the VM runs again, so a limit is never exceeded by more than this over any
+    /// window. Default 1 ms: chosen, enough to fill the gaps between limited VMs' refills.
+    pub limit_borrow_ns: Time,
+    /// Fraction of a pool limit's bucket depth below which the pool's children's shares of the
+    /// limit bind (the bucket is scarce, `limit.rs`), dimensionless in (0, 1]. Above it the
+    /// children are leaving the pool's tokens unused, and a child its share holds back runs on.
+    /// A throttled bucket's resume level is at most half of this (derived, not chosen: the
+    /// bucket reads the accrual of the turns it resumed for on top of tokens they have already
+    /// used, up to twice the resume level, which stays below the split). Default 0.5: chosen,
+    /// well below full, so that the children held by their shares have half a depth's accrual
+    /// (50 ms at the default depth) to start before the bucket drops tokens, and well above
+    /// empty, so that a scarce pool is split by its children's shares.
+    pub limit_share_split_below: f64,
+    /// Longest a pool limit stays dormant at a time (`limit.rs`, dormant pool limits), as a
+    /// fraction of `limit_burst_ns`, dimensionless in (0, 1], and at least `limit_min_slice_ns`
+    /// of it (a shorter dormancy is never taken). It is also how often an awake pool limiter is
+    /// looked at. What a dormancy's bulk charge can credit beyond the per-stop charges is at most
+    /// its accrual, this fraction of the depth. Default 0.25: chosen.
+    pub limit_dormant_max: f64,
     /// A waking vCPU preempts a running one only if its virtual time is lower by more than this,
     /// in ns of virtual time. Default 1 ms: chosen to avoid preemption thrash between near-equal
     /// vCPUs while keeping wake-up latency small (C4 asks for "a small margin").
@@ -62,6 +89,23 @@ pub struct CpuSchedParams {
     /// the entitlement (`entitlement.rs`), dimensionless in (0, 1]. Default 0.5: chosen, see test
     /// `demand_tracks_duty_cycle`.
     pub demand_ewma_weight: f64,
+    /// Power of the waiting share in the demand estimate (`CpuSched::update_demand`),
+    /// dimensionless, an integer from 0 to 32: a vCPU's held time (READY, MLMTD, COSTOP) counts as
+    /// demand in proportion to `(held / (held + rest))^p`, `rest` its idle and wait time, so a
+    /// backlog (no rest) counts whole and a transient collision next to nothing; higher makes
+    /// transient waits count less and lingering ones the same, 0 counts every held ns. Default 3:
+    /// chosen on the max-min census (scripts/maxmin_census.py, docs/cpu-scheduler.md).
+    pub demand_wait_power: u32,
+    /// How far short of its entitlement a VM's vCPUs must have run, as a fraction of one
+    /// interval's entitlement, on the balance carried over the entitlement intervals in which
+    /// they waited for CPU (`CpuSched::short_balance`), for wakers entitled to less to be barred
+    /// from preempting them (`shield`), dimensionless in [0, 1] (1: never). The demand estimate
+    /// reads part of READY time as demand, so a VM served all it wants on a busy host reads a
+    /// little short; the margin keeps those out. Default 0.05: chosen on the max-min census
+    /// (seeded 0-399, flat and pooled; judged then on the last interval alone): 0.02, 0.05 and
+    /// 0.1 give 397 + 400, 397 + 400 and 397 + 399 scenarios on their allocation; 0 gives 395 +
+    /// 397 (docs/cpu-scheduler.md).
+    pub short_margin: f64,
     /// Co-scheduling of multi-vCPU VMs (`cosched.rs`), a mode, dimensionless: `off`, `strict`
     /// (ESX 2.x: VM-wide co-stop, gang co-start of every vCPU), `relaxed-3x` (ESX 3.x: VM-wide
     /// co-stop, gang co-start of the laggards) or `relaxed-4x` (ESX 4's per-vCPU skew). Default
@@ -234,10 +278,15 @@ impl Default for CpuSchedParams {
             entitlement_interval_ns: NS_PER_S,
             limit_burst_ns: 100 * NS_PER_MS,
             limit_min_slice_ns: 5 * NS_PER_MS,
+            limit_borrow_ns: NS_PER_MS,
+            limit_share_split_below: 0.5,
+            limit_dormant_max: 0.25,
             wake_preempt_margin_ns: NS_PER_MS,
             max_lag_ns: 100 * NS_PER_MS,
             max_debt_ns: 300 * NS_PER_MS,
             demand_ewma_weight: 0.5,
+            demand_wait_power: 3,
+            short_margin: 0.05,
             cosched_mode: CoschedMode::Off,
             cosched_skew_threshold_ns: 3 * NS_PER_MS,
             cosched_costart_skew_ns: 0,
@@ -309,8 +358,32 @@ impl CpuSchedParams {
         if self.limit_min_slice_ns == 0 {
             invalid!("cpu_scheduler.limit_min_slice", self.limit_min_slice_ns, "a duration > 0");
         }
+        if self.limit_borrow_ns == 0 {
+            invalid!("cpu_scheduler.limit_borrow", self.limit_borrow_ns, "a duration > 0");
+        }
+        if !(self.limit_share_split_below > 0.0 && self.limit_share_split_below <= 1.0) {
+            invalid!("cpu_scheduler.limit_share_split_below", self.limit_share_split_below, "a number in (0, 1]");
+        }
+        // a dormancy shorter than a turn is never taken, and an awake pool is looked at every
+        // `limit_dormant_max` of the burst: a sliver would make an event per sliver
+        if !(self.limit_dormant_max > 0.0
+            && self.limit_dormant_max <= 1.0
+            && self.limit_dormant_max * self.limit_burst_ns as f64 >= self.limit_min_slice_ns as f64)
+        {
+            invalid!(
+                "cpu_scheduler.limit_dormant_max",
+                self.limit_dormant_max,
+                "a number in (0, 1] with limit_dormant_max x limit_burst at least limit_min_slice"
+            );
+        }
         if !(self.demand_ewma_weight > 0.0 && self.demand_ewma_weight <= 1.0) {
             invalid!("cpu_scheduler.demand_ewma_weight", self.demand_ewma_weight, "a number in (0, 1]");
+        }
+        if self.demand_wait_power > MAX_DEMAND_WAIT_POWER {
+            invalid!("cpu_scheduler.demand_wait_power", self.demand_wait_power, "an integer from 0 to 32");
+        }
+        if !(0.0..=1.0).contains(&self.short_margin) {
+            invalid!("cpu_scheduler.short_margin", self.short_margin, "a number from 0 to 1");
         }
         if self.cosched_skew_threshold_ns == 0 {
             invalid!("cpu_scheduler.cosched_skew_threshold", self.cosched_skew_threshold_ns, "a duration > 0");

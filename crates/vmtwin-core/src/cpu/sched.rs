@@ -121,7 +121,9 @@
 //! See [`CpuSchedParams`]: `quantum_ns` (50 ms), `wake_preempt_margin_ns` (1 ms),
 //! `max_lag_ns` (100 ms), `max_debt_ns` (300 ms), `limit_burst_ns` (100 ms), `limit_min_slice_ns` (5 ms),
 //! `entitlement_interval_ns` (1 s),
-//! `demand_ewma_weight` (0.5); locality: `llc_aware` (on), `llc_balance` (off),
+//! `demand_ewma_weight` (0.5), `demand_wait_power` (3), `short_margin` (0.05); limits
+//! (`limit.rs`): `limit_borrow_ns` (1 ms), `limit_share_split_below` (0.5), `limit_dormant_max`
+//! (0.25); locality: `llc_aware` (on), `llc_balance` (off),
 //! `extended_fairness` (off, every `extended_fairness_period_ns` = 3 s), `numa_home_nodes` (on),
 //! `numa_confine` (off), `numa_wide_vms` (on), `numa_vcpu_max_per_machine_node` (0: a node's cores),
 //! `numa_rebalance_period_ns` (2 s), `numa_rebalance_imbalance` (0.1), `migrate_cost_core_ns`
@@ -187,17 +189,12 @@ use super::cache::CacheWarmth;
 use super::cells::Cells;
 use super::clock::FairClock;
 use super::cosched::{bits, gang_needs, next_laggard_in, CoschedMode, Lead, Pace, Siblings, SKEW_TICK_NS};
-use super::limit::{TokenBucket, DORMANT_MAX, LIMIT_BORROW_NS, SHARE_SPLIT_BELOW};
+use super::limit::{BucketRules, TokenBucket};
 use super::params::CpuSchedParams;
 use super::runqueue::QueueSet;
 use crate::hw::Topology;
 use crate::sim::{ceil_f, ceil_time, mask, max_f, min_f, ns_f, pick_f, trunc_i64, Event, EventQueue, Time};
 use std::sync::atomic::Ordering::Relaxed;
-
-/// Power of the waiting share in the demand estimate (`update_demand`): held time counts as
-/// demand in proportion to `(held / (held + idle))^p`. 3: chosen on the max-min census
-/// (scripts/maxmin_census.py); higher makes transient waits count less and lingering ones the same.
-const DEMAND_WAIT_POWER: i32 = 3;
 
 /// Lowest weight a vCPU can have, in pCPUs (a few Hz): a VM whose entitlement is zero (the
 /// host fully reserved by others) still has a finite virtual-time rate.
@@ -249,16 +246,6 @@ const FULL_PCPU: f64 = 1.0 - 1e-6;
 
 /// Entitlements closer than this (pCPUs) count as equal when deciding who may displace whom.
 const GUARD_EPS: f64 = 1e-9;
-
-/// How far short of its entitlement (a fraction of one interval's) a VM's vCPUs must have run,
-/// on the balance carried over the entitlement intervals in which they waited for CPU
-/// (`CpuSched::short_balance`), for wakers entitled to less to be barred from preempting them
-/// (`shield`). The demand estimate reads part of READY time as demand
-/// (up to the READY share, module header), so a VM served all it wants on a busy host reads a
-/// little short; the margin keeps those out. On the max-min census (seeded 0-399, flat and
-/// pooled; judged then on the last interval alone) 0.02, 0.05 and 0.1 give 397 + 400,
-/// 397 + 400 and 397 + 399; 0 gives 395 + 397.
-const SHORT_MARGIN: f64 = 0.05;
 
 /// What the entitlement gives one vCPU, in pCPUs.
 #[derive(Debug, Clone, Copy, Default)]
@@ -762,7 +749,7 @@ pub struct CpuSched {
     dirty: Vec<u64>,
     any_dirty: bool,
     /// per VM: its vCPUs waited for CPU over the last entitlement interval and are short of their
-    /// entitlement, on `short_balance`, by more than [`SHORT_MARGIN`] of an interval's
+    /// entitlement, on `short_balance`, by more than `short_margin` of an interval's
     /// (`update_demand`)
     short: Vec<bool>,
     /// per VM: what its vCPUs were entitled to less what they ran (fractions of an interval,
@@ -837,6 +824,8 @@ pub struct CpuSched {
     local_pull: bool,
     /// the quantum and the shortest slice, for `weighted_slice`
     slice_range: SliceRange,
+    /// the limit parameters every bucket's tests read, as floats (`limit.rs`)
+    bucket_rules: BucketRules,
     /// per pCPU, busy ns at the last load-share update
     busy_mark: Vec<u64>,
     /// per VM, its home node or NONE
@@ -1009,6 +998,7 @@ impl CpuSched {
             waits: move_wait[1..].iter().any(|&w| w > 0),
             local_pull,
             slice_range: SliceRange::new(params.quantum_ns),
+            bucket_rules: BucketRules::new(&params),
             busy_mark: vec![0; n],
             vm_home: vec![NONE; vcpus_per_vm.len()],
             node_vcpus: vec![0; node_count],
@@ -1109,7 +1099,7 @@ impl CpuSched {
                     lim.active_n -= 1;
                 }
                 if let Some(b) = &mut lim.bucket {
-                    b.set_active(lim.active_n);
+                    b.set_active(lim.active_n, &self.bucket_rules);
                 }
             }
         }
@@ -1375,16 +1365,16 @@ impl CpuSched {
         s.active_n = n;
         s.user_mhz = limit_mhz.map(|l| l as f64);
         let effective = min_limit(s.user_mhz, s.share_mhz);
-        let (core, burst, turn) = (self.core_mhz, self.params.limit_burst_ns, self.params.limit_min_slice_ns);
-        s.bucket = effective.map(|l| TokenBucket::new(l, core, burst, turn, now));
+        let (core, rules) = (self.core_mhz, self.bucket_rules);
+        s.bucket = effective.map(|l| TokenBucket::new(l, core, &rules, now));
         // the own limit apart while the share is tighter (`set_share_limit`)
         s.user = match (s.user_mhz, s.share_mhz) {
-            (Some(u), Some(sh)) if sh < u => Some(TokenBucket::new(u, core, burst, turn, now)),
+            (Some(u), Some(sh)) if sh < u => Some(TokenBucket::new(u, core, &rules, now)),
             _ => None,
         };
         self.limits_set |= limited || effective.is_some();
         for b in s.bucket.iter_mut().chain(s.user.iter_mut()) {
-            b.set_active(n);
+            b.set_active(n, &rules);
         }
         self.refresh_solo(vm);
         // a pending refill belongs to the old bucket
@@ -1440,7 +1430,7 @@ impl CpuSched {
             (false, true) => {
                 let mut u = s.user.take().expect("checked");
                 u.refill(now);
-                u.set_active(s.active_n);
+                u.set_active(s.active_n, &self.bucket_rules);
                 s.bucket = Some(u);
             }
             _ => {}
@@ -1448,8 +1438,8 @@ impl CpuSched {
         match (before, after) {
             (Some(b), Some(a)) if (a - b).abs() <= 1e-9 * b => {}
             (Some(_), Some(a)) => {
-                let (core, burst, n) = (self.core_mhz, self.params.limit_burst_ns, s.active_n);
-                s.bucket.as_mut().expect("a limit has a bucket").set_limit(a, core, burst, n, now);
+                let (core, rules, n) = (self.core_mhz, self.bucket_rules, s.active_n);
+                s.bucket.as_mut().expect("a limit has a bucket").set_limit(a, core, &rules, n, now);
                 // a pending refill was timed at the old rate (at a share of a few Hz, tens of
                 // seconds away): release what it held, to be held again at the new rate
                 if s.refill_pending {
@@ -1457,8 +1447,8 @@ impl CpuSched {
                 }
             }
             (None, Some(a)) => {
-                let mut b = TokenBucket::new(a, self.core_mhz, self.params.limit_burst_ns, self.params.limit_min_slice_ns, now);
-                b.set_active(s.active_n);
+                let mut b = TokenBucket::new(a, self.core_mhz, &self.bucket_rules, now);
+                b.set_active(s.active_n, &self.bucket_rules);
                 s.bucket = Some(b);
                 self.limits_set = true;
             }
@@ -1474,7 +1464,7 @@ impl CpuSched {
     /// Add a resource pool's limit, binding `vms` (every VM below the pool); returns its index.
     pub fn add_pool_limit(&mut self, limit_mhz: u64, vms: &[u32]) -> u32 {
         let id = self.limiters.len() as u32;
-        let bucket = TokenBucket::new(limit_mhz as f64, self.core_mhz, self.params.limit_burst_ns, self.params.limit_min_slice_ns, 0);
+        let bucket = TokenBucket::new(limit_mhz as f64, self.core_mhz, &self.bucket_rules, 0);
         // called before any VM is powered on, so no vCPU is active yet
         let mut below = vms.to_vec();
         below.sort_unstable();
@@ -1524,7 +1514,7 @@ impl CpuSched {
         let pools = &self.chains[b as usize][1..];
         self.chains[a as usize][1..]
             .iter()
-            .any(|l| pools.contains(l) && self.limiters[*l as usize].bucket.as_ref().is_some_and(|bk| bk.scarce_at(now)))
+            .any(|l| pools.contains(l) && self.limiters[*l as usize].bucket.as_ref().is_some_and(|bk| bk.scarce_at(now, &self.bucket_rules)))
     }
 
     /// [`Self::victim`] for a release whose pick the share split shields (`split_binds`): the
@@ -2037,7 +2027,7 @@ impl CpuSched {
         if vc.limited | vc.cosched {
             // a lone vCPU's only bucket (`Limiter::solo`) here, every other case in the call
             slice = match &self.limiters[vc.vm as usize] {
-                own if vc.limited && own.solo => solo_slice(own, vc, slice),
+                own if vc.limited && own.solo => solo_slice(own, vc, slice, &self.bucket_rules),
                 _ => self.start_bound(v, slice, now),
             };
         }
@@ -2116,8 +2106,7 @@ impl CpuSched {
                     // and reservations); `mine` is never NaN
                     let part = mine / max_f(lim.active_alloc, mine);
                     // a vCPU started from a held list on an otherwise idle pCPU may borrow
-                    let tokens = if b.exhausted() { b.tokens + LIMIT_BORROW_NS } else { b.tokens };
-                    let allowed = tokens * part;
+                    let allowed = b.spendable(&self.bucket_rules) * part;
                     least = min_f(allowed, least);
                 }
             }
@@ -2261,7 +2250,7 @@ impl CpuSched {
     }
 
     /// A vCPU held by a limit that may run on a pCPU that would otherwise idle, by letting its
-    /// buckets (none of them in debt) run into at most [`LIMIT_BORROW_NS`] of debt (repaid
+    /// buckets (none of them in debt) run into at most `limit_borrow_ns` of debt (repaid
     /// before it is released again, so its long-run rate still never exceeds the limit; and
     /// never a sliver: a bucket in debt does not lend): the one with the lowest key,
     /// taken out of its limiter's held list. Limited VMs run in bursts between refills, and
@@ -3262,7 +3251,7 @@ impl CpuSched {
         // the VM's own limit, kept apart while the share is tighter, never yields
         if let Some(u) = own.user.as_mut() {
             u.refill(now);
-            u.set_active(own.active_n);
+            u.set_active(own.active_n, &self.bucket_rules);
             if u.exhausted() {
                 return false;
             }
@@ -3270,7 +3259,7 @@ impl CpuSched {
         for &p in &self.chains[vm][1..] {
             if let Some(b) = self.limiters[p as usize].bucket.as_mut() {
                 b.refill(now);
-                if b.scarce() {
+                if b.scarce(&self.bucket_rules) {
                     return false;
                 }
             }
@@ -3294,7 +3283,7 @@ impl CpuSched {
             // (it refills faster than the share; not exhausted, the share is what holds it)
             if let Some(u) = s.user.as_mut() {
                 u.refill(now);
-                u.set_active(s.active_n);
+                u.set_active(s.active_n, &self.bucket_rules);
                 if u.exhausted() {
                     wait = wait.min(u.time_to_resume());
                 }
@@ -3378,13 +3367,13 @@ impl CpuSched {
     /// the VMs below them: a dormant limiter's bucket is charged in bulk for what its vCPUs ran
     /// since it slept; then, if the bucket is far enough above the share split, the limiter
     /// sleeps (on) until its vCPUs could have drained it there, or else wakes (stays awake).
-    /// All look again at the soonest of those times, an awake one `DORMANT_MAX` later at most.
+    /// All look again at the soonest of those times, an awake one `limit_dormant_max` of the burst later at most.
     pub fn look_dormancy(&mut self, now: Time, q: &mut EventQueue) {
         let first = self.chains.len();
         if self.pool_vms.is_empty() {
             return;
         }
-        let hmax = DORMANT_MAX * ns_f(self.params.limit_burst_ns);
+        let hmax = self.params.limit_dormant_max * ns_f(self.params.limit_burst_ns);
         let hmin = ns_f(self.params.limit_min_slice_ns);
         self.sum_pool_run(now);
         // taken for the loop, which wakes and puts limiters to sleep (`&mut self`)
@@ -3413,7 +3402,7 @@ impl CpuSched {
                 // at most `width` of its vCPUs run at once, each spending a token a ns, and the
                 // running slices' time so far is still to be charged
                 let drain = s.width - b.rate;
-                let headroom = b.tokens - ns_f(pending) - SHARE_SPLIT_BELOW * b.depth;
+                let headroom = b.tokens - ns_f(pending) - b.split_floor(&self.bucket_rules);
                 h = if drain <= 0.0 { hmax } else { min_f(headroom / drain, hmax) };
             }
             if h >= hmin {
@@ -3492,7 +3481,7 @@ impl CpuSched {
         s.vms = vms;
         s.active_alloc = a;
         s.active_n = n;
-        s.bucket.as_mut().expect("woken").set_active(n);
+        s.bucket.as_mut().expect("woken").set_active(n, &self.bucket_rules);
     }
 
     /// A limit refill event fired: release what the limiter held (another limiter up the chain
@@ -3553,7 +3542,7 @@ impl CpuSched {
     /// ```
     ///
     /// `held` is its READY + MLMTD + COSTOP time in the span (it wanted to run and was kept
-    /// from it), `rest` its idle and wait time, `p` = [`DEMAND_WAIT_POWER`]. The estimate is what
+    /// from it), `rest` its idle and wait time, `p` = `demand_wait_power` (3). The estimate is what
     /// the vCPU would use with no contention and no limit (vCenter's demand), and the question is
     /// how much of its held time was demand left unserved. A vCPU that never idles is backlogged:
     /// all of it was (`x = (run + held) / span`). One that mostly idles met transient
@@ -3634,6 +3623,9 @@ impl CpuSched {
             self.ht_settle_all(now);
         }
         let w = self.params.demand_ewma_weight;
+        // at most 32 (`CpuSchedParams::validate`)
+        let power = self.params.demand_wait_power as i32;
+        let margin = self.params.short_margin;
         let throttle = self.params.migration_throttle;
         let busy: Vec<u64> = if throttle { (0..self.pcpus.len()).map(|p| self.pcpu_busy_ns(p as u32, now)).collect() } else { Vec::new() };
         self.served.fill((0.0, 0.0, 0.0, 0.0));
@@ -3663,7 +3655,7 @@ impl CpuSched {
                 // zero too).
                 let halted = (rest > 0.0) & whole_host & !self.held_back[vc.vm as usize];
                 let counted = pick_f(halted, held - ready, held);
-                let weighed = counted * (held / (held + rest)).powi(DEMAND_WAIT_POWER);
+                let weighed = counted * (held / (held + rest)).powi(power);
                 let waited = pick_f(held > 0.0, weighed, 0.0);
                 let frac = ((run + waited) / span as f64).min(1.0);
                 let served = &mut self.served[vc.vm as usize];
@@ -3695,7 +3687,7 @@ impl CpuSched {
         for ((short, balance), &(run, held, alloc, _)) in self.short.iter_mut().zip(&mut self.short_balance).zip(&self.served) {
             // entitled less ran, carried while its vCPUs wait (the module's header)
             *balance = if held > 0.0 { (*balance + alloc - run).clamp(-alloc, alloc) } else { 0.0 };
-            *short = held > 0.0 && *balance > alloc * SHORT_MARGIN;
+            *short = held > 0.0 && *balance > alloc * margin;
         }
         if self.params.numa_home_nodes && now - self.last_rebalance >= self.params.numa_rebalance_period_ns {
             self.last_rebalance = now;
@@ -3876,7 +3868,7 @@ impl CpuSched {
         let limiters = if self.limits_set { &mut self.limiters[..] } else { &mut [] };
         for l in limiters {
             if let Some(b) = &mut l.bucket {
-                b.set_active(l.active_n);
+                b.set_active(l.active_n, &self.bucket_rules);
             }
         }
         // whether a pool bucket's slice allowance can bind at the share split (dormancy needs
@@ -3884,7 +3876,7 @@ impl CpuSched {
         for l in 0..self.limiters.len() {
             let s = &self.limiters[l];
             let Some(b) = s.bucket.as_ref().filter(|_| !s.vms.is_empty()) else { continue };
-            let floor = SHARE_SPLIT_BELOW * b.depth;
+            let floor = b.split_floor(&self.bucket_rules);
             let all: f64 = s.vms.iter().flat_map(|&vm| self.vcpus[self.vcpus_of(vm)].iter()).map(|vc| vc.bucket_part()).sum();
             let free = s.vms.iter().flat_map(|&vm| self.vcpus[self.vcpus_of(vm)].iter()).all(|vc| {
                 let mine = vc.bucket_part();
@@ -3989,11 +3981,10 @@ impl CpuSched {
 /// exactly 1, so the bucket allows its tokens (with the borrow when exhausted), and the slice
 /// is the least of that and `slice`, rounded up as there.
 #[inline(always)]
-fn solo_slice(own: &Limiter, vc: &Vcpu, slice: Time) -> Time {
+fn solo_slice(own: &Limiter, vc: &Vcpu, slice: Time, rules: &BucketRules) -> Time {
     debug_assert_eq!(own.active_alloc, vc.bucket_part());
     let b = own.bucket.as_ref().expect("a solo limiter has a bucket");
-    let tokens = if b.exhausted() { b.tokens + LIMIT_BORROW_NS } else { b.tokens };
-    ceil_time(min_f(tokens, ns_f(slice))).max(1)
+    ceil_time(min_f(b.spendable(rules), ns_f(slice))).max(1)
 }
 
 #[cfg(test)]
@@ -4051,6 +4042,60 @@ mod tests {
         for v in [1, 2] {
             assert!((s.vcpus[v].demand - (w * 0.2 + (1.0 - w) * before[v])).abs() < 1e-12, "vCPU {v}: {}", s.vcpus[v].demand);
         }
+    }
+
+    /// One entitlement interval of `(run, ready)` ns for vCPU 0 (the rest idle, idle at its
+    /// end), then `update_demand`, on a scheduler with `params`, vCPU 0's VM held back or not and
+    /// entitled to `alloc`.
+    fn one_interval(params: CpuSchedParams, held_back: bool, alloc: f64, run: Time, ready: Time) -> CpuSched {
+        const SEC: Time = 1_000_000_000;
+        let mut s = sched(params);
+        s.held_back = vec![held_back, false, false];
+        for vc in &mut s.vcpus {
+            vc.state = VcpuState::Idle;
+        }
+        let vc = &mut s.vcpus[0];
+        vc.alloc = alloc;
+        vc.since = SEC;
+        vc.time_ns[VcpuState::Run as usize] += run;
+        vc.time_ns[VcpuState::Ready as usize] += ready;
+        vc.time_ns[VcpuState::Idle as usize] += SEC - run - ready;
+        s.update_demand(SEC, SEC);
+        s
+    }
+
+    /// `demand_wait_power`: a held-back vCPU that ran 0.3 s, waited 0.3 s and idled 0.4 s counts
+    /// `0.3 x (0.3 / 0.7)^p` of its wait as demand (its first measurement, so the estimate):
+    /// all of it at 0, less as the power grows; a backlog (no idle time) counts whole at any power.
+    #[test]
+    fn a_higher_wait_power_counts_less_of_a_transient_wait() {
+        const MS300: Time = 300_000_000;
+        let estimate = |p: u32, ready: Time| {
+            let params = CpuSchedParams { demand_wait_power: p, ..CpuSchedParams::default() };
+            one_interval(params, true, 0.3, MS300, ready).vcpus[0].demand
+        };
+        let share: f64 = 0.3 / 0.7;
+        for p in [0, 1, 3, 8] {
+            let want = 0.3 + 0.3 * share.powi(p as i32);
+            assert!((estimate(p, MS300) - want).abs() < 1e-12, "power {p}: {} for {want}", estimate(p, MS300));
+            assert!((estimate(p, 700_000_000) - 1.0).abs() < 1e-12, "power {p}: a backlog reads {}", estimate(p, 700_000_000));
+        }
+        assert!(estimate(0, MS300) > estimate(1, MS300) && estimate(1, MS300) > estimate(3, MS300));
+    }
+
+    /// `short_margin`: a VM whose vCPU waited and ran 0.485 s of its 0.5 s entitlement is short
+    /// by 3% of it: served short (its vCPUs shielded from wakers entitled to less) at a margin of
+    /// 2%, not at the default 5% or at 1 (never).
+    #[test]
+    fn a_smaller_short_margin_shields_a_vm_served_less_short() {
+        let short = |margin: f64| {
+            let params = CpuSchedParams { short_margin: margin, ..CpuSchedParams::default() };
+            one_interval(params, false, 0.5, 485_000_000, 200_000_000).short[0]
+        };
+        assert!(short(0.02));
+        assert!(!short(0.05));
+        assert!(!short(1.0));
+        assert!(short(0.0));
     }
 
     /// research/cpu.md C19: a vCPU that made 95% of its pCPU's load is not pulled to an idle
@@ -4157,7 +4202,7 @@ mod tests {
         for tokens in [-3e6, -0.5, 0.0, 0.25, 1.0, 2.5e6 + 0.5, 4.9e6, 5e6, 7.3e6, 1e12] {
             s.limiters[0].bucket.as_mut().unwrap().tokens = tokens;
             let walked = s.start_bound(0, quantum, 0);
-            assert_eq!(solo_slice(&s.limiters[0], &s.vcpus[0], quantum), walked, "{tokens} tokens");
+            assert_eq!(solo_slice(&s.limiters[0], &s.vcpus[0], quantum, &s.bucket_rules), walked, "{tokens} tokens");
             assert!(walked >= 1 && walked <= quantum);
         }
     }
