@@ -50,7 +50,8 @@ impl Prefault {
     ///
     /// # Safety
     /// Every range must lie in memory the caller owns and keeps mapped until [`Self::finish`]
-    /// returns (or this value is dropped); its contents are never changed.
+    /// returns (or this value is dropped); its contents are never changed. The pages holding a
+    /// range's first and last bytes are faulted in whole (no byte of them changes either).
     pub unsafe fn start(&mut self, ranges: Vec<(usize, usize)>) {
         self.finish();
         if ranges.iter().map(|r| r.1).sum::<usize>() < PREFAULT_MIN_BYTES || !cfg!(target_os = "linux") {
@@ -88,25 +89,48 @@ impl std::fmt::Debug for Prefault {
     }
 }
 
-/// Bytes of the largest range faulted in per round (8 pages): see [`populate`].
+/// Bytes of the largest range faulted in per round once the rounds have grown (8 pages): see
+/// [`populate`].
 const ROUND_BYTES: usize = 8 * PAGE;
 
 /// Fault in each range's whole pages, writable; errors are ignored (the sampler's writes fault
 /// whatever is left). The sampler fills every column at the same pace, a row at a time, so the
 /// ranges are faulted in the same order: round by round, the same share of each (not one column
-/// after another, which would leave the last columns' first pages to the sampler).
+/// after another, which would leave the last columns' first pages to the sampler). The first
+/// round takes a page's worth of the largest range (and the same share of the others), each
+/// later one twice the last, up to [`ROUND_BYTES`], so that the first samples' pages of every
+/// column come first: at bench-1024vm the first sample comes about a millisecond after the
+/// room is reserved, and a first round of 8 pages of each of the 53 columns (about 1 ms of
+/// faults at 2.5 us) was often still running then, so the event loop took the first samples'
+/// faults itself (2,442 faults in `Rows::flush` in one run with the second core busy; 781
+/// with these rounds). The pages holding a range's first and last bytes are taken whole, so
+/// that none of the range's pages is left to the sampler whatever lies beside it.
 fn populate(ranges: &[(usize, usize)]) {
+    rounds(ranges, |start, len| sys::populate_write(start, len));
+}
+
+/// [`populate`]'s calls, in order, as (page-aligned start, bytes) to `call`.
+fn rounds(ranges: &[(usize, usize)], mut call: impl FnMut(usize, usize)) {
     let largest = ranges.iter().map(|r| r.1).max().unwrap_or(0);
-    let rounds = largest.div_ceil(ROUND_BYTES).max(1);
+    // the rounds' ends, in bytes of the largest range: 1, 3, 7, 15 pages, then every 8 pages
+    let mut cuts = vec![0];
+    let mut step = PAGE;
+    while cuts[cuts.len() - 1] < largest {
+        cuts.push((cuts[cuts.len() - 1] + step).min(largest));
+        step = (2 * step).min(ROUND_BYTES);
+    }
+    let rounds = cuts.len() - 1;
     for r in 0..rounds {
-        for &(addr, bytes) in ranges {
+        for &(addr, bytes) in ranges.iter().filter(|r| r.1 > 0) {
             // the round's share of the range, both ends rounded up to a page, so that the rounds
-            // cover its whole pages once; the last ends at its last whole page
-            let at = |k: usize| (addr + bytes * k / rounds).next_multiple_of(PAGE);
-            let end = if r + 1 == rounds { (addr + bytes) / PAGE * PAGE } else { at(r + 1) };
-            let start = at(r);
+            // cover its pages once; the first starts at the page holding the range's first
+            // byte and the last ends after the page holding its last (pages partly the
+            // range's: mapped, since the range is, and their other bytes left as they are)
+            let at = |c: usize| (addr + (bytes as u128 * c as u128 / largest as u128) as usize).next_multiple_of(PAGE);
+            let start = if r == 0 { addr / PAGE * PAGE } else { at(cuts[r]) };
+            let end = if r + 1 == rounds { (addr + bytes).next_multiple_of(PAGE) } else { at(cuts[r + 1]) };
             if end > start {
-                sys::populate_write(start, end - start);
+                call(start, end - start);
             }
         }
     }
@@ -156,5 +180,37 @@ mod tests {
         // under the threshold nothing is started
         unsafe { p.start(vec![(v.as_ptr() as usize, PREFAULT_MIN_BYTES - 1)]) };
         assert!(p.running.is_none());
+    }
+
+    /// The rounds cover each range's pages once, from the page of its first byte to the page of
+    /// its last, at the same pace in every range; the first rounds are short.
+    #[test]
+    fn rounds_cover_every_page_once_starting_small() {
+        // columns as the sampler's: 8- and 4-byte values, starting off a page boundary, and
+        // an empty one (a column never reserved) and a tiny one
+        let ranges = [(0x10_0010, 509 * 1024), (0x90_0010, 254 * 1024 + 8), (0x100_0000, 0), (0x200_0ff0, 40)];
+        let mut calls = Vec::new();
+        rounds(&ranges, |start, len| calls.push((start, len)));
+        for &(addr, bytes) in ranges.iter().filter(|r| r.1 > 0) {
+            let (lo, hi) = (addr / PAGE * PAGE, (addr + bytes).next_multiple_of(PAGE));
+            let mut mine: Vec<_> = calls.iter().filter(|c| c.0 >= lo && c.0 < hi).copied().collect();
+            assert!(mine.iter().all(|c| c.0 % PAGE == 0 && c.1 % PAGE == 0 && c.0 + c.1 <= hi));
+            mine.sort();
+            // contiguous, no overlap, first to last page
+            assert_eq!(mine[0].0, lo);
+            assert!(mine.windows(2).all(|w| w[0].0 + w[0].1 == w[1].0));
+            assert_eq!(mine.last().map(|c| c.0 + c.1), Some(hi));
+        }
+        // nothing for the empty range; the largest range's first call a page's worth (two
+        // pages: it starts 16 bytes into one), the next ones 2, 4, 8 pages
+        assert!(calls.iter().all(|c| !(0x100_0000..0x100_1000).contains(&c.0)));
+        let largest: Vec<_> = calls.iter().filter(|c| c.0 < 0x90_0000).collect();
+        let sizes: Vec<_> = largest[..4].iter().map(|c| c.1 / PAGE).collect();
+        assert_eq!(sizes, [2, 2, 4, 8]);
+        assert!(largest.iter().all(|c| c.1 <= ROUND_BYTES + PAGE));
+        // round by round: the first call of the second range comes before the largest's second
+        let first_second = calls.iter().position(|c| c.0 >= 0x90_0000 && c.0 < 0x100_0000).unwrap();
+        let second_largest = calls.iter().position(|c| c == largest[1]).unwrap();
+        assert!(first_second < second_largest);
     }
 }
