@@ -205,6 +205,20 @@ const MIN_WEIGHT: f64 = 1e-9;
 /// slices than the smallest quantum does.
 const MIN_SLICE_NS: Time = 1_000_000;
 
+/// One VM's sums over its vCPUs for one entitlement interval (`CpuSched::update_demand`), each
+/// in pCPUs (a fraction of the interval, summed over the vCPUs).
+#[derive(Clone, Copy, Debug, Default)]
+struct Served {
+    /// the interval run
+    run: f64,
+    /// the interval held (READY, MLMTD, COSTOP): waited to run
+    held: f64,
+    /// entitlement
+    alloc: f64,
+    /// the interval's demand measurements (before the EWMA)
+    measured: f64,
+}
+
 /// The bounds of a weighted slice (`weighted_slice`): the quantum and [`MIN_SLICE_NS`] (or the
 /// quantum, if shorter), as ns and as floats. Fixed by the parameters, so kept rather than
 /// converted again for every vCPU at every entitlement update.
@@ -777,9 +791,8 @@ pub struct CpuSched {
     floor_marks: Vec<(f64, u64)>,
     /// when `set_weights` last ran
     weights_at: Time,
-    /// per VM, `update_demand`'s sums over its vCPUs: fractions of the interval run and
-    /// waited, entitlement, and the interval's demand measurements
-    served: Vec<(f64, f64, f64, f64)>,
+    /// per VM, `update_demand`'s sums over its vCPUs
+    served: Vec<Served>,
     /// per VM: held back since it last was not, some vCPU of it read a backlog (waited and never
     /// halted in an interval); `update_demand`'s stale-estimate check
     backlogged: Vec<bool>,
@@ -979,7 +992,7 @@ impl CpuSched {
             floor_shift: vec![0.0; vcpus_per_vm.len()],
             floor_marks: vec![(0.0, 0); n_vcpus],
             weights_at: 0,
-            served: vec![(0.0, 0.0, 0.0, 0.0); vcpus_per_vm.len()],
+            served: vec![Served::default(); vcpus_per_vm.len()],
             backlogged: vec![false; vcpus_per_vm.len()],
             // every vCPU's estimate starts at a whole pCPU (`Vcpu::demand`)
             vm_demand: vcpus_per_vm.iter().map(|&n| f64::from(n)).collect(),
@@ -3628,7 +3641,7 @@ impl CpuSched {
         let margin = self.params.short_margin;
         let throttle = self.params.migration_throttle;
         let busy: Vec<u64> = if throttle { (0..self.pcpus.len()).map(|p| self.pcpu_busy_ns(p as u32, now)).collect() } else { Vec::new() };
-        self.served.fill((0.0, 0.0, 0.0, 0.0));
+        self.served.fill(Served::default());
         self.vm_demand.fill(0.0);
         // READY as delay only where the water-fill sees all the contention (the doc comment)
         let whole_host = !self.cells.on && !self.params.numa_confine;
@@ -3659,10 +3672,10 @@ impl CpuSched {
                 let waited = pick_f(held > 0.0, weighed, 0.0);
                 let frac = ((run + waited) / span as f64).min(1.0);
                 let served = &mut self.served[vc.vm as usize];
-                served.0 += run / span as f64;
-                served.1 += held / span as f64;
-                served.2 += vc.alloc;
-                served.3 += frac;
+                served.run += run / span as f64;
+                served.held += held / span as f64;
+                served.alloc += vc.alloc;
+                served.measured += frac;
                 // it waited and never halted: a backlog (`cap_stale_claims`)
                 self.backlogged[vc.vm as usize] |= (rest == 0.0) & (held > 0.0);
                 vc.runnable_mark = runnable;
@@ -3681,10 +3694,10 @@ impl CpuSched {
         if throttle {
             self.busy_mark = busy;
         }
-        for (under, &(run, held, alloc, _)) in self.under.iter_mut().zip(&self.served) {
+        for (under, &Served { run, held, alloc, .. }) in self.under.iter_mut().zip(&self.served) {
             *under = held > 0.0 && run < alloc;
         }
-        for ((short, balance), &(run, held, alloc, _)) in self.short.iter_mut().zip(&mut self.short_balance).zip(&self.served) {
+        for ((short, balance), &Served { run, held, alloc, .. }) in self.short.iter_mut().zip(&mut self.short_balance).zip(&self.served) {
             // entitled less ran, carried while its vCPUs wait (the module's header)
             *balance = if held > 0.0 { (*balance + alloc - run).clamp(-alloc, alloc) } else { 0.0 };
             *short = held > 0.0 && *balance > alloc * margin;
@@ -3945,7 +3958,7 @@ impl CpuSched {
                 self.backlogged[vm] = false;
                 continue;
             }
-            let (_, _, entitled, measured) = self.served[vm];
+            let Served { alloc: entitled, measured, .. } = self.served[vm];
             if !self.backlogged[vm] || measured >= entitled || self.vm_demand[vm] <= entitled {
                 continue;
             }
