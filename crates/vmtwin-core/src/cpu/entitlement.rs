@@ -160,16 +160,22 @@ const NEAR: f64 = 1.0 / 64.0;
 /// (`finish`).
 pub(crate) fn water_level_near(capacity: f64, claims: &[Claim], room: &mut LevelScratch, hint: f64) -> f64 {
     let capacity = capacity.max(0.0);
-    if hint > 0.0 && hint.is_finite() {
-        if let Some(level) = level_near(capacity, claims, hint) {
-            return level;
+    // when the one pass declines, its sums are the ones the search starts from
+    let near = if hint > 0.0 && hint.is_finite() {
+        match level_near(capacity, claims, hint) {
+            Ok(level) => return level,
+            Err(sums) => Some(sums),
         }
-    }
-    let hi_sum: f64 = claims.iter().map(|c| c.hi).sum();
+    } else {
+        None
+    };
+    let (hi_sum, lo_sum) = match near {
+        Some(n) => (n.hi_sum, n.lo_sum),
+        None => (claims.iter().map(|c| c.hi).sum(), claims.iter().map(|c| c.lo).sum()),
+    };
     if hi_sum <= capacity {
         return f64::INFINITY;
     }
-    let lo_sum: f64 = claims.iter().map(|c| c.lo).sum();
     if lo_sum >= capacity {
         return 0.0;
     }
@@ -182,25 +188,17 @@ pub(crate) fn water_level_near(capacity: f64, claims: &[Claim], room: &mut Level
     // the O(n log n) sort of walking every breakpoint (a third of a 1,024-VM host's run time).
     let LevelScratch { open, points, bps } = room;
     bps.clear();
+    bps.extend(claims.iter().map(|c| (c.lo / c.shares, c.hi / c.shares)));
     let (mut a, mut b) = (0.0f64, f64::INFINITY);
-    if hint > 0.0 && hint.is_finite() {
-        // F either side of the hint, in the pass that lists the breakpoints
-        let (x, y) = (hint * (1.0 - NEAR), hint * (1.0 + NEAR));
-        let (mut fx, mut fy) = (0.0f64, 0.0f64);
-        bps.extend(claims.iter().map(|c| {
-            fx += level_parts(x, c);
-            fy += level_parts(y, c);
-            (c.lo / c.shares, c.hi / c.shares)
-        }));
-        if fy < capacity {
-            a = y;
-        } else if fx >= capacity {
-            b = x;
+    if let Some(n) = near {
+        // F either side of the hint
+        if n.fy < capacity {
+            a = n.y;
+        } else if n.fx >= capacity {
+            b = n.x;
         } else {
-            (a, b) = (x, y);
+            (a, b) = (n.x, n.y);
         }
-    } else {
-        bps.extend(claims.iter().map(|c| (c.lo / c.shares, c.hi / c.shares)));
     }
     // the first bracket's ends may be guesses, not breakpoints: the nearest breakpoints at or
     // beyond them (0 and infinity count) are the bracket's if the search never moves them
@@ -273,15 +271,28 @@ pub(crate) fn water_level_near(capacity: f64, claims: &[Claim], room: &mut Level
     finish(capacity, claims, bps, a, b)
 }
 
+/// What [`level_near`]'s pass summed, for the search when it declines: the ceilings and floors
+/// (in child order, as `water_level_near` would sum them) and `F` at `x` and `y`, a fraction
+/// [`NEAR`] either side of the hint.
+#[derive(Debug, Clone, Copy)]
+struct NearSums {
+    hi_sum: f64,
+    lo_sum: f64,
+    x: f64,
+    y: f64,
+    fx: f64,
+    fy: f64,
+}
+
 /// The level in one pass over the claims when no breakpoint lies within [`NEAR`] of `hint` and
 /// `F` there brackets the capacity (on bench-1024vm, most updates: the level moves little and
-/// many VMs share their breakpoints), else `None`. The pass sums the ceilings and floors (the
-/// early answers' tests), `F` either side of the hint, and, settling every child against that
-/// bracket as the search would, `fixed` and `slope` in child order, with the nearest
-/// breakpoints beyond the bracket: those are then the bracket of `finish` (`F` is
-/// non-decreasing, so `F(below) <= F(x) < capacity <= F(y) <= F(above)`), and its sums the
+/// many VMs share their breakpoints), else the pass's sums ([`NearSums`]). The pass sums the
+/// ceilings and floors (the early answers' tests), `F` either side of the hint, and, settling
+/// every child against that bracket as the search would, `fixed` and `slope` in child order,
+/// with the nearest breakpoints beyond the bracket: those are then the bracket of `finish` (`F`
+/// is non-decreasing, so `F(below) <= F(x) < capacity <= F(y) <= F(above)`), and its sums the
 /// same, child for child (a child not counted adds a zero, which changes no sum).
-fn level_near(capacity: f64, claims: &[Claim], hint: f64) -> Option<f64> {
+fn level_near(capacity: f64, claims: &[Claim], hint: f64) -> Result<f64, NearSums> {
     let (x, y) = (hint * (1.0 - NEAR), hint * (1.0 + NEAR));
     let (mut hi_sum, mut lo_sum, mut fx, mut fy) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
     let (mut fixed, mut slope) = (0.0f64, 0.0f64);
@@ -301,9 +312,9 @@ fn level_near(capacity: f64, claims: &[Claim], hint: f64) -> Option<f64> {
         above = above.min(if p >= y { p } else if q >= y { q } else { f64::INFINITY });
     }
     if inside || hi_sum <= capacity || lo_sum >= capacity || !(fx < capacity && capacity <= fy) {
-        return None;
+        return Err(NearSums { hi_sum, lo_sum, x, y, fx, fy });
     }
-    Some(if slope > 0.0 { ((capacity - fixed) / slope).clamp(below, above) } else { below })
+    Ok(if slope > 0.0 { ((capacity - fixed) / slope).clamp(below, above) } else { below })
 }
 
 /// `F(lambda)` as the level is defined by: every child's part at `lambda`, summed in child
@@ -457,7 +468,7 @@ mod tests {
             }
             for hint in [want, want * (1.0 + 0.5 * NEAR * (rng.uniform() - 0.5))] {
                 tried += 1;
-                if let Some(got) = level_near(capacity, &claims, hint) {
+                if let Ok(got) = level_near(capacity, &claims, hint) {
                     answered += 1;
                     assert_eq!(got.to_bits(), want.to_bits(), "draw {i}, hint {hint}: {got} against {want}");
                 }
