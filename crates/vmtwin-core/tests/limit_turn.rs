@@ -1,5 +1,6 @@
 //! A coarse limit turn (`limit_min_slice_ns`) still delivers the limit: the resume level stays
-//! under a quarter of the bucket's depth (`cpu/limit.rs`, `BucketRules::resume_below`).
+//! under a quarter of the bucket's depth (`cpu/limit.rs`, `BucketRules::resume_below`); and the
+//! gaps the turns leave go to the limited VM's loans before a VM entitled to next to nothing.
 
 mod common;
 
@@ -19,4 +20,30 @@ fn a_limit_whose_turns_overfill_its_bucket_is_delivered() {
     sim.run().unwrap();
     let got = sim.vm_counters(0)[5] as f64 / d as f64;
     assert!((got - 334.0 / 2000.0).abs() < 0.002, "a 334 MHz limit delivered {got} pCPUs");
+}
+
+/// The gaps a limit's turns leave go to the limited VM's loans, not to a VM entitled to less
+/// than one loan an interval (`CpuSched::borrower`). On 3 pCPUs: `big` (2 busy vCPUs) is
+/// entitled to its two pCPUs, `capped` (3 busy vCPUs) to its 1-pCPU limit, and `crumbs` (3
+/// busy vCPUs, 1 share) to nothing. `capped` runs its three vCPUs in 5 ms turns; while they
+/// are held, `big` runs on two pCPUs and the third is a gap. `crumbs` used to take every gap
+/// (the loan only went where no vCPU was queued): 0.043 pCPU, and `big` 1.957 of its 2. Now
+/// `capped` borrows there: `crumbs` 0.002, `big` 1.998, and the limit still holds (1.0002 over
+/// 20 s, inside the bucket's 100 ms depth).
+#[test]
+fn a_limits_gaps_go_to_its_loans_not_to_a_vm_entitled_to_nothing() {
+    let d = 20 * S;
+    let mut s = spec(3, d, vec![
+        vm("big", 2, 1000, 0, None, busy()),
+        vm("capped", 3, 1000, 0, Some(CORE_MHZ), busy()),
+        vm("crumbs", 3, 1, 0, None, busy()),
+    ]);
+    s.cpu_sched.limit_min_slice_ns = TURN_NS;
+    let mut sim = Simulation::new(s).unwrap();
+    sim.run().unwrap();
+    let mut used = |v: u32| sim.vm_counters(v)[5] as f64 / d as f64;
+    let (big, capped, crumbs) = (used(0), used(1), used(2));
+    assert!(capped <= 1.0 + 0.1 / 20.0, "a 1-pCPU limit delivered {capped} pCPUs");
+    assert!(big > 1.99, "big got {big} of its 2 pCPUs");
+    assert!(crumbs < 0.005, "crumbs, entitled to nothing, got {crumbs} pCPUs");
 }
