@@ -1976,9 +1976,10 @@ impl CpuSched {
                 qp
             };
             let v = self.queues.pop(qp).expect("best queue is not empty");
-            // one test of the two flags for most vCPUs (no co-scheduling, no limit)
+            // one test of the flags for most vCPUs (no co-scheduling, no limit, and no VM held
+            // back to under a loan an interval: `crumbs`, false where none is)
             let vc = &self.vcpus[v as usize];
-            if vc.cosched | vc.limited {
+            if vc.cosched | vc.limited | self.crumbs {
                 if self.popped_blocked(v, now) {
                     continue;
                 }
@@ -1986,12 +1987,11 @@ impl CpuSched {
                     self.hold(v, l, now, q);
                     continue;
                 }
-            }
-            // a vCPU whose VM is held back to less than one loan an interval does not take a
-            // pCPU that a held vCPU entitled to more could borrow (`borrower`); `crumbs` stays
-            // false where no VM is held back that far
-            if self.crumbs && self.lend_before(p, qp, v, now, q) {
-                return;
+                // a vCPU whose VM is held back to less than one loan an interval does not take
+                // a pCPU that a held vCPU entitled to more could borrow (`borrower`)
+                if self.crumbs && self.lend_before(p, qp, v, now, q) {
+                    return;
+                }
             }
             self.start(p, v, now, q);
             return;
