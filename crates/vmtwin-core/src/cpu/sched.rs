@@ -195,7 +195,7 @@ use super::limit::{BucketRules, TokenBucket};
 use super::params::CpuSchedParams;
 use super::runqueue::QueueSet;
 use crate::hw::Topology;
-use crate::sim::{ceil_f, ceil_time, mask, max_f, min_f, ns_f, pick_f, trunc_i64, Event, EventQueue, Time};
+use crate::sim::{ceil_f, ceil_time, mask, max_f, min_f, ns_f, pick_f, powi_u, trunc_i64, Event, EventQueue, Time};
 use std::sync::atomic::Ordering::Relaxed;
 
 /// Lowest weight a vCPU can have, in pCPUs (a few Hz): a VM whose entitlement is zero (the
@@ -3697,7 +3697,7 @@ impl CpuSched {
         }
         let w = self.params.demand_ewma_weight;
         // at most 32 (`CpuSchedParams::validate`)
-        let power = self.params.demand_wait_power as i32;
+        let power = self.params.demand_wait_power;
         let margin = self.params.short_margin;
         let throttle = self.params.migration_throttle;
         let busy: Vec<u64> = if throttle { (0..self.pcpus.len()).map(|p| self.pcpu_busy_ns(p as u32, now)).collect() } else { Vec::new() };
@@ -3728,7 +3728,7 @@ impl CpuSched {
                 // zero too).
                 let halted = (rest > 0.0) & whole_host & !self.held_back[vc.vm as usize];
                 let counted = pick_f(halted, held - ready, held);
-                let weighed = counted * (held / (held + rest)).powi(power);
+                let weighed = counted * powi_u(held / (held + rest), power);
                 let waited = pick_f(held > 0.0, weighed, 0.0);
                 let frac = ((run + waited) / span as f64).min(1.0);
                 let served = &mut self.served[vc.vm as usize];
