@@ -17,6 +17,17 @@
 //! its floor and its children's ceilings but not to its own limit, so that, as for a VM's limit,
 //! the children of a limited pool are held back by the pool's token bucket (MLMTD) and not by
 //! low weights (READY), and share what the bucket lets through by their shares and reservations.
+//! A weight capacity is also at most its parent's (the host's at the top): what a pool would
+//! get without its own limit is no more than what its parent could give it. Where a limit caps
+//! a pool at all its parent has (a pool limited to the host's capacity, or a hair under it,
+//! with no busy sibling), every ceiling at the parent's level fits, its water level is
+//! infinite, and the pool's share there is its children's whole demand; unclamped, that
+//! demand became the children's weight capacity, every ceiling fitted again, and every VM
+//! below weighed its vCPUs' worth, shares ignored. The limit binds in max-min terms
+//! (`binding`), but a pool that cannot run faster than its limit never drains its bucket to
+//! the share split (`limit.rs`), so the weights alone split it: 4 low-share and 8 high-share
+//! vCPUs of one pool at 16,000 MHz on a 16,000 MHz host got 44 points each, 175.94 and 352.06
+//! where max-min gives 58.67 and 469.33.
 //!
 //! # Tunables
 //! None: shares, reservations, limits and expandability are per pool and per VM settings.
@@ -359,7 +370,8 @@ impl PoolTree {
                 let c = c as usize;
                 alloc[c] = split[k];
                 binding[c] = binding[id];
-                wcap[c] = share_at(level, self.pools[c].shares, lo[c], unlimited_hi[c]);
+                // (no more than this pool's own: a limit left out is not capacity; see the header)
+                wcap[c] = share_at(level, self.pools[c].shares, lo[c], unlimited_hi[c].min(wcap[id]));
             }
             for (k, &v) in p.vms.iter().enumerate() {
                 let vm = &vms[v as usize];
@@ -554,5 +566,26 @@ mod tests {
         let close = |a: f64, b: f64| (a - b).abs() < 1e-6;
         assert!(close(e[0].mhz, 200.0) && close(e[1].mhz, 3800.0 * 2.0 / 3.0) && close(e[2].mhz, 3800.0 / 3.0), "{e:?}");
         assert!(close(e[0].weight_mhz, 2000.0) && close(e[1].weight_mhz, e[1].mhz) && close(e[2].weight_mhz, e[2].mhz), "{e:?}");
+    }
+
+    #[test]
+    fn a_pool_limited_to_the_host_splits_by_shares() {
+        // one pool limited to the whole 16,000 MHz host, two busy VMs in it: 4 vCPUs at 2,000
+        // shares wanting 5,760 and 8 vCPUs at 16,000 wanting all 16,000. The limit binds (the pool
+        // wants more), every ceiling fits at the root; the weights still split by shares, as
+        // the allocation does: 1,777.8 and 14,222.2, not the vCPUs' worth (8,000 and 16,000)
+        let mut t = PoolTree::new(16_000);
+        let mut p = pool("p1", 0, true);
+        p.limit_mhz = Some(16_000);
+        let p = t.add_pool(p, ROOT_POOL).unwrap();
+        t.pools[p as usize].vms = vec![0, 1];
+        let vm = |shares, vcpus: f64, demand_mhz| VmClaim {
+            shares, reservation_mhz: 0, max_mhz: vcpus * 2000.0, cap_mhz: vcpus * 2000.0, demand_mhz, powered_on: true,
+        };
+        let e = t.entitlements(&[vm(2000, 4.0, 5760.0), vm(16_000, 8.0, 16_000.0)], 16_000.0);
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-6;
+        assert!(close(e[0].mhz, 16_000.0 / 9.0) && close(e[1].mhz, 16_000.0 * 8.0 / 9.0), "{e:?}");
+        assert!(close(e[0].weight_mhz, e[0].mhz) && close(e[1].weight_mhz, e[1].mhz), "{e:?}");
+        assert!(e.iter().all(|e| e.share_limit_mhz.is_some()), "{e:?}");
     }
 }
