@@ -21,7 +21,7 @@
 //! thread adds no MHz, and `used_mhz` (charged) stays within it.
 
 use super::prefault::Prefault;
-use super::table::{Cells, Table, Value};
+use super::table::{Cells, Column, Table, Value};
 use crate::cpu::{CpuSched, VcpuState, NONE, STATES};
 use crate::sim::{ns_f, Time, NS_PER_S};
 
@@ -78,6 +78,12 @@ pub struct Sampler {
     /// per vCPU, its counters at the previous sample
     prev: Vec<Counts>,
     last: Time,
+    /// the tables have been drained (`tables_out`): a run in slices, each reserved afresh, so
+    /// each reservation asks the prefault thread for the next one's columns (`prefault.rs`)
+    drained: bool,
+    /// the empty columns the prefault thread allocated for the next reservation, every table's
+    /// in schema order (host, vm, vcpu, pcpu), or none
+    spares: Vec<Column>,
 }
 
 /// One vCPU's cumulative counters, as read at a sample.
@@ -233,6 +239,8 @@ impl Sampler {
             core_scratch: Vec::new(),
             prev: vec![Counts::default(); vcpus],
             last: 0,
+            drained: false,
+            spares: Vec::new(),
             prefault: Prefault::default(),
         };
         assert_eq!((s.vcpu.columns.len(), s.vm.columns.len()), (VCPU_CELLS, VM_CELLS), "the row widths `sample` writes");
@@ -246,26 +254,50 @@ impl Sampler {
     /// The room is then faulted in on another thread (`prefault.rs`).
     pub fn reserve_samples(&mut self, samples: usize, vms: usize) {
         // the room of an earlier reservation may move now
-        self.prefault.finish();
+        self.take_spares();
         let rows = |per_sample: usize| samples.saturating_mul(per_sample).min(RESERVE_ROWS_MAX);
-        self.host.reserve(rows(1));
-        self.vm.reserve(rows(vms));
-        self.vcpu.reserve(rows(self.prev.len()));
-        self.pcpu.reserve(rows(self.prev_busy.len()));
+        let per_table = [rows(1), rows(vms), rows(self.prev.len()), rows(self.prev_busy.len())];
+        // drained tables (every column without room) take the spares allocated ahead, if any;
+        // the reservation below then finds room enough (unless this slice is longer). Spares
+        // not taken now (a slice resumed before its drain) are kept for the next.
+        let drained = [&self.host, &self.vm, &self.vcpu, &self.pcpu].iter().all(|t| t.columns.iter().all(|(_, c)| c.capacity() == 0));
+        if drained && !self.spares.is_empty() {
+            let mut spares = std::mem::take(&mut self.spares).into_iter();
+            for t in [&mut self.host, &mut self.vm, &mut self.vcpu, &mut self.pcpu] {
+                t.adopt(&mut spares);
+            }
+        }
         let mut room = Vec::new();
-        for t in [&mut self.host, &mut self.vm, &mut self.vcpu, &mut self.pcpu] {
+        for (t, n) in [&mut self.host, &mut self.vm, &mut self.vcpu, &mut self.pcpu].into_iter().zip(per_table) {
+            t.reserve(n);
             t.spare_room(&mut room);
         }
+        // the next slice's columns, as large as this one's, once the run is drained in slices
+        let tables = [&self.host, &self.vm, &self.vcpu, &self.pcpu];
+        let ahead: Vec<(&Column, usize)> = if self.drained && self.spares.is_empty() {
+            tables.into_iter().zip(per_table).flat_map(|(t, n)| t.columns.iter().map(move |(_, c)| (c, n))).collect()
+        } else {
+            Vec::new()
+        };
         // SAFETY: `finish` comes before the sampler moves or frees the room itself: the next
         // reservation (above), a drain (`tables_out`), its drop. A column that outgrows its
         // room meanwhile (beyond `RESERVE_ROWS_MAX` rows) moves, but the prefault changes no
         // byte of memory, so at worst it maps pages now used for something else, or fails
-        unsafe { self.prefault.start(room) };
+        unsafe { self.prefault.start(room, ahead) };
+    }
+
+    /// Wait for the prefault thread; keep the spare columns it allocated, if any.
+    fn take_spares(&mut self) {
+        let spares = self.prefault.finish();
+        if !spares.is_empty() {
+            self.spares = spares;
+        }
     }
 
     /// Wait until the reserved room is faulted in; before the tables are moved out.
     pub fn tables_out(&mut self) {
-        self.prefault.finish();
+        self.take_spares();
+        self.drained = true;
     }
 
     /// Append one interval ending at `now`; brings every vCPU's counters to `now` on the way

@@ -74,6 +74,50 @@ impl Column {
         }
     }
 
+    /// An empty column of the same kind.
+    pub fn empty_like(&self) -> Column {
+        match self {
+            Column::F64(_) => Column::F64(Vec::new()),
+            Column::U64(_) => Column::U64(Vec::new()),
+            Column::U32(_) => Column::U32(Vec::new()),
+        }
+    }
+
+    /// Bytes per value.
+    pub fn value_bytes(&self) -> usize {
+        match self {
+            Column::F64(_) | Column::U64(_) => 8,
+            Column::U32(_) => 4,
+        }
+    }
+
+    /// Values it has room for.
+    pub fn capacity(&self) -> usize {
+        match self {
+            Column::F64(v) => v.capacity(),
+            Column::U64(v) => v.capacity(),
+            Column::U32(v) => v.capacity(),
+        }
+    }
+
+    /// Reserve room for `n` more values.
+    pub fn reserve(&mut self, n: usize) {
+        match self {
+            Column::F64(v) => v.reserve(n),
+            Column::U64(v) => v.reserve(n),
+            Column::U32(v) => v.reserve(n),
+        }
+    }
+
+    /// Its reserved room after its values, as (address, bytes).
+    pub fn spare_room(&mut self) -> (usize, usize) {
+        match self {
+            Column::F64(v) => (v.spare_capacity_mut().as_ptr() as usize, std::mem::size_of_val(v.spare_capacity_mut())),
+            Column::U64(v) => (v.spare_capacity_mut().as_ptr() as usize, std::mem::size_of_val(v.spare_capacity_mut())),
+            Column::U32(v) => (v.spare_capacity_mut().as_ptr() as usize, std::mem::size_of_val(v.spare_capacity_mut())),
+        }
+    }
+
     fn push(&mut self, value: Value) {
         match (self, value) {
             (Column::F64(v), Value::F64(x)) => v.push(x),
@@ -147,23 +191,26 @@ impl Table {
     /// Reserve room for `rows` more rows in every column.
     pub fn reserve(&mut self, rows: usize) {
         for (_, c) in &mut self.columns {
-            match c {
-                Column::F64(v) => v.reserve(rows),
-                Column::U64(v) => v.reserve(rows),
-                Column::U32(v) => v.reserve(rows),
-            }
+            c.reserve(rows);
         }
     }
 
     /// Each column's reserved room after its rows, as (address, bytes), onto `out`.
     pub fn spare_room(&mut self, out: &mut Vec<(usize, usize)>) {
         for (_, c) in &mut self.columns {
-            let (at, bytes) = match c {
-                Column::F64(v) => (v.spare_capacity_mut().as_ptr() as usize, std::mem::size_of_val(v.spare_capacity_mut())),
-                Column::U64(v) => (v.spare_capacity_mut().as_ptr() as usize, std::mem::size_of_val(v.spare_capacity_mut())),
-                Column::U32(v) => (v.spare_capacity_mut().as_ptr() as usize, std::mem::size_of_val(v.spare_capacity_mut())),
-            };
-            out.push((at, bytes));
+            out.push(c.spare_room());
+        }
+    }
+
+    /// Take the next of `spares` (empty columns with room, in schema order) in place of each
+    /// column that has no values and no room of its own, when its kind matches; the others are
+    /// left in `spares`' place untouched (and dropped with it).
+    pub fn adopt(&mut self, spares: &mut impl Iterator<Item = Column>) {
+        for (_, c) in &mut self.columns {
+            let Some(s) = spares.next() else { return };
+            if c.capacity() == 0 && s.is_empty() && std::mem::discriminant(c) == std::mem::discriminant(&s) {
+                *c = s;
+            }
         }
     }
 
@@ -541,6 +588,26 @@ mod tests {
 
     fn schema() -> Table {
         Table::with_schema(&[("t", Value::F64(0.0)), ("id", Value::U32(0)), ("ns", Value::U64(0))])
+    }
+
+    /// A drained table's columns take spares of their kind, in schema order; a column with room
+    /// of its own, or a spare of another kind, is left as it was.
+    #[test]
+    fn adopt_takes_matching_spares_in_order() {
+        let mut t = schema();
+        t.adopt(&mut vec![Column::F64(Vec::with_capacity(10)), Column::U32(Vec::with_capacity(20)), Column::U64(Vec::with_capacity(30))].into_iter());
+        assert_eq!(t.columns.iter().map(|(_, c)| c.capacity()).collect::<Vec<_>>(), [10, 20, 30]);
+        let mut t = schema();
+        t.reserve(5);
+        let own = t.columns[0].1.capacity();
+        t.columns[1].1 = Column::U32(Vec::new());
+        t.columns[2].1 = Column::U64(Vec::new());
+        t.adopt(&mut vec![Column::F64(Vec::with_capacity(100)), Column::F64(Vec::with_capacity(100)), Column::U64(Vec::with_capacity(7))].into_iter());
+        assert_eq!(t.columns.iter().map(|(_, c)| c.capacity()).collect::<Vec<_>>(), [own, 0, 7]);
+        assert_eq!(t.columns.iter().map(|(_, c)| c.dtype()).collect::<Vec<_>>(), ["f64", "u32", "u64"]);
+        // rows still go where they should
+        t.push_row(&[("t", Value::F64(1.5)), ("id", Value::U32(3)), ("ns", Value::U64(9))]);
+        assert_eq!(t.rows(), 1);
     }
 
     fn cells(c: &mut impl Cells, i: u64) {
