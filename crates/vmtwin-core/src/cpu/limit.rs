@@ -11,10 +11,11 @@
 //! and waits 15 ms between them. The
 //! vCPUs a bucket binds share its tokens in proportion to their weights (`sched.rs`), so inside a
 //! limited pool CPU is split by the children's shares and reservations. A throttled vCPU may
-//! still run on a pCPU that would otherwise idle, into at most `limit_borrow_ns` of debt, or on
-//! one a vCPU of a VM held back to less than one such loan an entitlement interval would take
-//! (`sched.rs`, `borrower`: that VM would fill the gaps the turns leave only as spare capacity
-//! beyond its entitlement).
+//! still run on a pCPU that would otherwise idle, into at most `limit_borrow_ns` of debt; and a
+//! throttled vCPU of a VM at its own limit, on a pCPU that a vCPU of a VM held back below it
+//! would take with no other VM's vCPU waiting, once that vCPU has run its entitlement since the
+//! last update less one such loan (`sched.rs`, `borrower`, `gap_unowed`: it would fill the gaps
+//! the turns leave only as spare capacity beyond its entitlement).
 //! Slices already running may overdraw by at most one slice each; any debt is repaid before
 //! the VM runs again, so the long-run rate never exceeds the limit.
 //!

@@ -91,9 +91,10 @@
 //! tokens are split in proportion to the entitlements of the vCPUs it binds that want to run.
 //! A vCPU a limit holds back waits in MLMTD; it may still run into a little debt on a pCPU that
 //! would otherwise idle (`borrower`), so limited VMs whose refills fall at the same time do not
-//! leave CPU idle that others could use; and in place of a queued vCPU whose VM is held back to
-//! less than one such loan an interval per vCPU, which would take that gap only as spare
-//! capacity beyond its entitlement, where the limited VM is entitled to more.
+//! leave CPU idle that others could use; and, if its VM is at its own limit, in place of a vCPU
+//! whose VM is held back below it, with no other VM's vCPU queued, once that vCPU has run its
+//! entitlement since the last update less one such loan (`gap_unowed`): it would take that gap
+//! only as spare capacity beyond its entitlement.
 //!
 //! Why the quantum is scaled by the weight: a backlogged vCPU runs its whole slice once picked,
 //! so a whole 50 ms quantum at a weight of 0.04 pCPU put it 1.25 s of virtual time ahead, and
@@ -785,10 +786,11 @@ pub struct CpuSched {
     at_floor: Vec<(bool, f64)>,
     /// some VM's `at_floor` flag is set
     any_at_floor: bool,
-    /// some VM is held back to less than one loan an interval per vCPU (`is_crumb`), as of the
-    /// last entitlement update: only then does a dispatch look for a loan before its pick
-    /// (`borrower`)
-    crumbs: bool,
+    /// the most vCPUs of a VM held back at an entitlement per vCPU below that of a vCPU at its
+    /// VM's limit, as of the last entitlement update, or 0 if there is none: only while fewer
+    /// vCPUs than that are queued can a popped or stopped vCPU take a gap it is not owed, and
+    /// only then does a dispatch look for a loan before its pick (`gap_unowed`)
+    lend_width: usize,
     /// per VM held at its floor since the last update: what `set_weights` adds to each of its
     /// vCPUs' lags to bring their sum to the reservation's balance (`floor_balances`)
     floor_shift: Vec<f64>,
@@ -995,7 +997,7 @@ impl CpuSched {
             held_back: vec![false; vcpus_per_vm.len()],
             at_floor: vec![(false, 0.0); vcpus_per_vm.len()],
             any_at_floor: false,
-            crumbs: false,
+            lend_width: 0,
             floor_shift: vec![0.0; vcpus_per_vm.len()],
             floor_marks: vec![(0.0, 0); n_vcpus],
             weights_at: 0,
@@ -1977,9 +1979,11 @@ impl CpuSched {
             };
             let v = self.queues.pop(qp).expect("best queue is not empty");
             // one test of the flags for most vCPUs (no co-scheduling, no limit, and no VM held
-            // back to under a loan an interval: `crumbs`, false where none is)
+            // back below a limited vCPU's entitlement with so few vCPUs queued: `lend_width`, 0
+            // where none is)
             let vc = &self.vcpus[v as usize];
-            if vc.cosched | vc.limited | self.crumbs {
+            let gap = self.queues.len() < self.lend_width;
+            if vc.cosched | vc.limited | gap {
                 if self.popped_blocked(v, now) {
                     continue;
                 }
@@ -1987,9 +1991,9 @@ impl CpuSched {
                     self.hold(v, l, now, q);
                     continue;
                 }
-                // a vCPU whose VM is held back to less than one loan an interval does not take
-                // a pCPU that a held vCPU entitled to more could borrow (`borrower`)
-                if self.crumbs && self.lend_before(p, qp, v, now, q) {
+                // a vCPU of a held-back VM that has run its entitlement does not take a pCPU
+                // that a held vCPU entitled to more could borrow (`lend_before`)
+                if gap && self.lend_before(p, qp, v, now, q) {
                     return;
                 }
             }
@@ -2270,31 +2274,67 @@ impl CpuSched {
     }
 
     /// Start on `p` a held vCPU that may borrow in place of `v`, just popped from queue `qp`, if
-    /// `v`'s VM is held back to less than one loan an interval per vCPU and the borrower is
-    /// entitled to more (`borrower`); `v` then goes back to `qp`.
+    /// `v` would take a gap it is not owed (`gap_unowed`) and the borrower is entitled to more
+    /// (`borrower`); `v` then goes back to `qp`.
     #[cold]
     #[inline(never)]
     fn lend_before(&mut self, p: u32, qp: u32, v: u32, now: Time, q: &mut EventQueue) -> bool {
-        let vc = &self.vcpus[v as usize];
-        let alloc = vc.alloc;
-        if self.held_count == 0 || !self.held_back[vc.vm as usize] || !self.is_crumb(alloc) || !self.lend_over(p, alloc, now, q) {
+        let alloc = self.vcpus[v as usize].alloc;
+        if !self.gap_unowed(v, now) || !self.lend_over(p, alloc, now, q) {
             return false;
         }
         self.enqueue(qp, v);
         true
     }
 
-    /// True for an entitlement (pCPUs per vCPU) of less than one loan (`limit_borrow_ns`) an
-    /// entitlement interval.
+    /// [`Self::lend_before`] for `v`, just stopped on `p` with work left (`requeue`): a held
+    /// vCPU that may borrow takes `p`, and `v` waits READY in `p`'s queue. Without it a vCPU
+    /// that took a gap kept its pCPU from slice to slice until the limit's next turn.
+    #[cold]
+    #[inline(never)]
+    fn lend_after(&mut self, p: u32, v: u32, now: Time, q: &mut EventQueue) -> bool {
+        let alloc = self.vcpus[v as usize].alloc;
+        if !self.gap_unowed(v, now) {
+            return false;
+        }
+        let Some(b) = self.borrower(p, alloc, now) else { return false };
+        self.set_state(v, now, VcpuState::Ready);
+        self.enqueue(p, v);
+        if self.costop_if_blocked(b, now) {
+            self.dispatch(p, now, q);
+        } else {
+            self.place_key(b, now, true);
+            self.start(p, b, now, q);
+        }
+        true
+    }
+
+    /// True if vCPU `v` (just popped, or just stopped with work left) would take a gap it is
+    /// not owed, while some vCPU is held by a limit: no other VM's vCPU waits READY, `v`'s VM is
+    /// held back, and `v` has run, since the last entitlement update, more than its entitlement
+    /// over that time less one loan (`limit_borrow_ns`, what the scheduler lends at a time). A
+    /// vCPU entitled to less than one loan an interval never is owed a gap.
     #[inline]
-    fn is_crumb(&self, alloc: f64) -> bool {
-        alloc * ns_f(self.params.entitlement_interval_ns) < ns_f(self.params.limit_borrow_ns)
+    fn gap_unowed(&self, v: u32, now: Time) -> bool {
+        let vc = &self.vcpus[v as usize];
+        let mine = self.vcpus_of(vc.vm);
+        // (the cheap tests first: another VM's vCPU queued, at most its siblings are)
+        if self.held_count == 0 || !self.held_back[vc.vm as usize] || self.queues.len() >= mine.len() {
+            return false;
+        }
+        let ran = ns_f(vc.ran_by(now) - vc.ran_mark);
+        if ran + self.bucket_rules.borrow <= vc.alloc * ns_f(now - vc.demand_since) {
+            return false;
+        }
+        let ready = self.vcpus[mine].iter().filter(|w| w.state == VcpuState::Ready).count();
+        // `v` itself is READY if just popped (no longer queued), RUN if just stopped
+        self.queues.len() + usize::from(vc.state == VcpuState::Ready) <= ready
     }
 
     /// Start on `p` a held vCPU entitled to more than `over` (pCPUs per vCPU) that may borrow
     /// (`borrower`), if there is one; true if it started. `over` is `f64::NEG_INFINITY` where
     /// `p` would otherwise idle, and the entitlement of the vCPU `p` would otherwise take where
-    /// that is less than one loan an interval (`dispatch_as`).
+    /// that one is not owed the gap (`lend_before`).
     #[cold]
     #[inline(never)]
     fn lend_over(&mut self, p: u32, over: f64, now: Time, q: &mut EventQueue) -> bool {
@@ -2316,25 +2356,31 @@ impl CpuSched {
     /// whenever all of them are held at once although CPU is wanted, which a fluid max-min
     /// allocation never does.
     ///
-    /// Nor does such a gap go to a vCPU whose VM is held back to less than one loan
-    /// (`limit_borrow_ns`) an entitlement interval per vCPU where a held vCPU entitled to more
-    /// may borrow (`lend_before`; `over` is then the queued vCPU's entitlement). Its
-    /// entitlement is below what the scheduler lends at a time, so every gap it fills is spare
-    /// capacity beyond it, and spare capacity goes by entitlement: to the limited VM, which the
-    /// fluid reference runs at its limit's rate with no gaps at all. A VM that is not held back
-    /// (it gets all it wants, however little) keeps its gaps. Seen in the max-min test's draws (docs/cpu-scheduler.md): on 5
-    /// pCPUs a 5-vCPU VM with 1 share, entitled to 0.07 points of a pCPU, took 0.59 in the gaps
-    /// three limit-bound VMs' turns left (a 5-vCPU VM at its 2,653 MHz limit running its five
-    /// vCPUs at once every 25 ms), from a backlogged 3-vCPU VM at the water level. Not for any
-    /// queued vCPU entitled to less than the borrower: then limit-bound VMs ran on loans
-    /// instead of turns (bench-mixed: 17% more events), and a VM whose vCPUs could not use the
-    /// pCPUs the loans' debt later left idle lost 2.3 points.
+    /// Nor does such a gap go to a vCPU that is not owed it where a held vCPU at its VM's limit
+    /// and entitled to more may borrow (`lend_before` at a pick, `lend_after` at a slice end;
+    /// `over` is then that vCPU's entitlement): one whose VM is held back, that has run its
+    /// entitlement since the last update less one loan, and that no other VM's vCPU waits
+    /// behind (`gap_unowed`). What it would fill is spare capacity beyond its entitlement, and
+    /// spare capacity goes by entitlement: to the limited VM, which the fluid reference runs at
+    /// its limit's rate with no gaps at all. A VM that is not held back (it gets all it wants,
+    /// however little) keeps its gaps, and so does one behind its entitlement by a loan. Seen in
+    /// the max-min test's draws (docs/cpu-scheduler.md): on 5 pCPUs a 5-vCPU VM with 1 share,
+    /// entitled to 0.07 points of a pCPU, took 0.59 in the gaps three limit-bound VMs' turns left
+    /// (a 5-vCPU VM at its 2,653 MHz limit running its five vCPUs at once every 25 ms), from a
+    /// backlogged 3-vCPU VM at the water level; on 4 pCPUs a 1-vCPU VM entitled to 0.18 points
+    /// took 10.67 beside a 4-vCPU VM's turns. The first rule here gated on the entitlement alone
+    /// (less than one loan an interval, which the pace test still always holds back) and missed
+    /// the second. Not for any queued vCPU entitled to less than the borrower: then limit-bound
+    /// VMs ran on loans instead of turns (bench-mixed: 17% more events), and a VM whose vCPUs
+    /// could not use the pCPUs the loans' debt later left idle lost 2.3 points; nor with other
+    /// VMs' vCPUs queued (the pace alone: bench-mixed 13% more events, the same allocation).
     fn borrower(&mut self, p: u32, over: f64, now: Time) -> Option<u32> {
         let mut best: Option<(f64, u32, usize)> = None;
         for l in 0..self.limiters.len() {
             for (i, &v) in self.limiters[l].held.iter().enumerate() {
                 let key = self.vcpus[v as usize].key;
-                if best.is_some_and(|(k, _, _)| k <= key) || (self.cells.on && !self.in_cell(v, p)) || self.vcpus[v as usize].alloc <= over {
+                let vc = &self.vcpus[v as usize];
+                if best.is_some_and(|(k, _, _)| k <= key) || (self.cells.on && !self.in_cell(v, p)) || vc.alloc <= over || (over > f64::NEG_INFINITY && !vc.at_limit) {
                     continue;
                 }
                 let vm = self.vcpus[v as usize].vm as usize;
@@ -2361,6 +2407,9 @@ impl CpuSched {
             // straight from RUN: a READY of no length between them changed nothing
             self.hold(v, l, now, q);
             self.dispatch(p, now, q);
+            return;
+        }
+        if self.queues.len() < self.lend_width && self.lend_after(p, v, now, q) {
             return;
         }
         if !self.waiting.is_empty() {
@@ -3893,6 +3942,9 @@ impl CpuSched {
             self.floor_balances(clock, now, span);
         }
         let mut any_at_floor = false;
+        // the most a vCPU at its VM's limit is entitled to: a VM held back below that may owe
+        // it a gap (`lend_width`)
+        let mut lender = f64::NEG_INFINITY;
         for (v, (vc, new_key)) in self.vcpus.iter_mut().zip(new_keys.iter_mut()).enumerate() {
             let sh = per_vm[vc.vm as usize];
             let w = sh.weight.max(MIN_WEIGHT);
@@ -3907,6 +3959,9 @@ impl CpuSched {
             // VM's vCPU count (a line of its `Siblings`) read only for a limited one
             vc.at_limit = vc.limited
                 && self.limiters[vc.vm as usize].user_mhz.is_some_and(|l| sh.alloc * f64::from(self.gangs[vc.vm as usize].n) * core >= l * (1.0 - 1e-9));
+            if vc.at_limit {
+                lender = max_f(lender, sh.alloc);
+            }
             vc.passes_on = sh.held & self.under[vc.vm as usize] & (least < sh.alloc - GUARD_EPS);
             vc.guard = pick_f(sh.satisfied | (sh.alloc >= FULL_PCPU), sh.alloc, f64::NEG_INFINITY);
             vc.shield = pick_f(self.short[vc.vm as usize], sh.alloc, vc.guard);
@@ -3934,7 +3989,7 @@ impl CpuSched {
         // floor ran far beyond it while the others started up
         let measured = any_at_floor && self.vcpus.iter().all(|vc| vc.demand_measured || vc.state == VcpuState::Off);
         self.any_at_floor = measured;
-        self.crumbs = per_vm.iter().any(|sh| sh.held && self.is_crumb(sh.alloc));
+        self.lend_width = per_vm.iter().zip(&self.gangs).filter(|(sh, _)| sh.held && sh.alloc < lender).map(|(_, g)| g.n as usize).max().unwrap_or(0);
         if was_any || any_at_floor {
             for (f, sh) in self.at_floor.iter_mut().zip(per_vm) {
                 *f = (sh.at_floor && measured, sh.share);
