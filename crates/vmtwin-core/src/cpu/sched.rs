@@ -177,11 +177,13 @@
 //!   of it, so a floor-held VM whose vCPUs halt often lands a little under its reservation (up
 //!   to 0.5 point of a pCPU on the census) where the weight alone put it a little over.
 //! - The demand estimate (`update_demand`) cannot tell a backlogged vCPU from one whose
-//!   wake-ups collide often where it sees no halt: a vCPU of a held-back VM, or one that did
-//!   not halt in an entitlement interval (a backlog longer than the interval, drained later).
-//!   Near 100% load (a vCPU at 83% with 15% READY and 2% idle) it reads the second as nearly
-//!   the first and errs high, by up to its READY share. A closed-loop vCPU of a VM not held
-//!   back is read by its run time, though its waits delayed its next bursts.
+//!   wake-ups collide often where it sees no halt: a vCPU of a held-back VM, or one of a
+//!   satisfied VM that did not halt in an entitlement interval and ran less than its
+//!   entitlement (a backlog longer than the interval, drained later). Near 100% load (a vCPU at
+//!   83% with 15% READY and 2% idle) it reads the second as nearly the first and errs high, by
+//!   up to its READY share (a satisfied vCPU up to its entitlement, not past it). A closed-loop
+//!   vCPU of a VM not held back is read by its run time, though its waits delayed its next
+//!   bursts.
 //! - Near 100% load, finite runs end with work still queued in the guests: usage then trails
 //!   the max-min allocation by that backlog, as any queue near saturation does.
 
@@ -3683,7 +3685,20 @@ impl CpuSched {
     /// it would use with no limit). The weight alone left such a VM read above its use near
     /// saturation: on 7 pCPUs a 4-vCPU VM reserving its limit, 2 ms bursts at duty 0.80, READY 4.6%
     /// of the time, read 3.29 pCPUs for the 3.20 it used, and the water-fill took the 9 points from
-    /// the VM at the water level (the max-min census, docs/cpu-scheduler.md). A held-back VM keeps
+    /// the VM at the water level (the max-min census, docs/cpu-scheduler.md). A vCPU of such a VM
+    /// that never halted in the span counts its READY time only up to its entitlement (`alloc`): as
+    /// much of it as would have brought its run time up to what it was entitled to, none once it
+    /// ran that much. The water-fill gave the VM all it asked for, so the scheduler owed it that
+    /// much and the wait for it was demand; READY beyond it is the wait of a queue served at about
+    /// its arrival rate that did not happen to empty in the span, not work the VM asked for and was
+    /// refused. Its weight is its share at the water level, at least its entitlement
+    /// (`entitlement.rs`), so a VM whose demand rises runs past its entitlement, its estimate rises
+    /// with its run time, and once it reaches that share the water-fill holds it back and READY
+    /// counts in full. Counted in full, one second without a halt read a whole pCPU: on 2 pCPUs a
+    /// 1-vCPU VM reserving 0.97 pCPU, 2 ms bursts at duty 0.74 and runnable 99.5% of the time,
+    /// missed a halt one second in five, its estimate jumped from 0.74 to 0.87 each time, and the
+    /// slack it left went to the VMs at the water level by their weights, one of them 0.52 points
+    /// over its allocation (draw 2134 of the max-min census). A held-back VM keeps
     /// all of it: it gets its share whatever the estimate says above it, and where the guest thinks
     /// after each burst (closed loop) READY time is demand lost, not delayed; counted as delay
     /// there, bench-mixed's held-back closed-loop VMs read their use as their demand (web-b 242 MHz
@@ -3770,13 +3785,16 @@ impl CpuSched {
                 let ready_ns = vc.time_ns[VcpuState::Ready as usize];
                 let ready = (ready_ns - vc.ready_mark) as f64;
                 vc.ready_mark = ready_ns;
-                // READY time of a vCPU that halted in the span, in a VM not held back, was delay,
-                // not demand (the doc comment); its MLMTD and COSTOP time still count. Picked,
-                // not branched over (`pick_f`): whether a vCPU halted is a coin toss from one to
-                // the next. With `held` zero the weighed time is not taken (a NaN if `rest` is
-                // zero too).
-                let halted = (rest > 0.0) & whole_host & !self.held_back[vc.vm as usize];
-                let counted = pick_f(halted, held - ready, held);
+                // READY time of a vCPU in a VM not held back is delay, not demand, beyond what
+                // brings it up to its entitlement (the doc comment): none of it if it halted in
+                // the span, at most `owed` if it never did; its MLMTD and COSTOP time still
+                // count. Picked, not branched over (`pick_f`): whether a vCPU halted is a coin
+                // toss from one to the next. With `held` zero the weighed time is not taken (a
+                // NaN if `rest` is zero too).
+                let satisfied = whole_host & !self.held_back[vc.vm as usize];
+                let owed = (vc.alloc * span as f64 - run).max(0.0);
+                let delay = ready - pick_f(rest > 0.0, 0.0, ready.min(owed));
+                let counted = held - pick_f(satisfied, delay, 0.0);
                 let weighed = counted * powi_u(held / (held + rest), power);
                 let waited = pick_f(held > 0.0, weighed, 0.0);
                 let frac = ((run + waited) / span as f64).min(1.0);
@@ -4213,6 +4231,23 @@ mod tests {
             assert!((estimate(p, 700_000_000) - 1.0).abs() < 1e-12, "power {p}: a backlog reads {}", estimate(p, 700_000_000));
         }
         assert!(estimate(0, MS300) > estimate(1, MS300) && estimate(1, MS300) > estimate(3, MS300));
+    }
+
+    /// A vCPU of a VM the water-fill satisfied that never halted in the interval counts its
+    /// READY time up to its entitlement (0.74 s of the second here) and no further: run 0.74 s
+    /// and waited the rest, it reads 0.74 (a whole pCPU before the rule); run 0.6 s, 0.74; run
+    /// 0.8 s, 0.8. Held back, the same vCPU reads its whole runnable time, and one that halted
+    /// reads its run time alone, as before.
+    #[test]
+    fn a_satisfied_vcpu_that_never_halted_reads_ready_only_up_to_its_entitlement() {
+        const MS: Time = 1_000_000;
+        let estimate = |held_back: bool, run: Time, ready: Time| one_interval(CpuSchedParams::default(), held_back, 0.74, run * MS, ready * MS).vcpus[0].demand;
+        for (run, want) in [(740, 0.74), (600, 0.74), (800, 0.8), (300, 0.74)] {
+            let got = estimate(false, run, 1_000 - run);
+            assert!((got - want).abs() < 1e-12, "satisfied, ran {run} ms: {got} for {want}");
+        }
+        assert!((estimate(true, 740, 260) - 1.0).abs() < 1e-12, "held back: a backlog reads whole");
+        assert!((estimate(false, 600, 300) - 0.6).abs() < 1e-12, "halted: its run time");
     }
 
     /// `short_margin`: a VM whose vCPU waited and ran 0.485 s of its 0.5 s entitlement is short
