@@ -2302,11 +2302,8 @@ impl CpuSched {
         let Some(b) = self.borrower(p, alloc, now) else { return false };
         self.set_state(v, now, VcpuState::Ready);
         self.enqueue(p, v);
-        if self.costop_if_blocked(b, now) {
+        if !self.start_loan(p, b, now, q) {
             self.dispatch(p, now, q);
-        } else {
-            self.place_key(b, now, true);
-            self.start(p, b, now, q);
         }
         true
     }
@@ -2341,6 +2338,12 @@ impl CpuSched {
     #[inline(never)]
     fn lend_over(&mut self, p: u32, over: f64, now: Time, q: &mut EventQueue) -> bool {
         let Some(v) = self.borrower(p, over, now) else { return false };
+        self.start_loan(p, v, now, q)
+    }
+
+    /// Start on `p` the borrower `v` (`borrower`), unless its VM's gang has co-stopped it;
+    /// true if it started.
+    fn start_loan(&mut self, p: u32, v: u32, now: Time, q: &mut EventQueue) -> bool {
         if self.costop_if_blocked(v, now) {
             return false;
         }
@@ -2380,12 +2383,12 @@ impl CpuSched {
         let mut best: Option<(f64, u32, usize)> = None;
         for l in 0..self.limiters.len() {
             for (i, &v) in self.limiters[l].held.iter().enumerate() {
-                let key = self.vcpus[v as usize].key;
                 let vc = &self.vcpus[v as usize];
+                let key = vc.key;
                 if best.is_some_and(|(k, _, _)| k <= key) || (self.cells.on && !self.in_cell(v, p)) || vc.alloc <= over || (over > f64::NEG_INFINITY && !vc.at_limit) {
                     continue;
                 }
-                let vm = self.vcpus[v as usize].vm as usize;
+                let vm = vc.vm as usize;
                 let ok = self.chains[vm].iter().all(|&c| {
                     self.limiters[c as usize].bucket.as_ref().is_none_or(|b| b.tokens_at(now) >= 0.0)
                 });
