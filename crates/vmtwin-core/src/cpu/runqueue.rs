@@ -147,6 +147,15 @@ impl RunQueue {
 /// Head of an empty queue in the tournament tree: larger than any real head.
 const NO_HEAD: u128 = u128::MAX;
 
+/// `k == NO_HEAD`, read from the key half alone: a real head's key half is never all ones (that
+/// is a NaN's ordered bits; keys are finite). Compared as a `u128`, a node was read with one
+/// 16-byte vector load, which the store buffer cannot serve from the two 8-byte stores of the
+/// tree walk just before (a push or a pop), so the read waited for them to reach the cache.
+#[inline(always)]
+fn is_no_head(k: u128) -> bool {
+    (k >> 64) as u64 == u64::MAX
+}
+
 /// Every pCPU's run queue, plus a tournament tree over their heads so that the lowest key on
 /// the whole host is found in O(1) and kept up to date in O(log pCPUs) per push or pop.
 #[derive(Debug, Clone)]
@@ -222,7 +231,7 @@ impl QueueSet {
     #[inline]
     pub fn best(&self) -> Option<(u32, f64)> {
         let k = self.tree[1];
-        (k != NO_HEAD).then(|| (id_of(k), key_of(k)))
+        (!is_no_head(k)).then(|| (id_of(k), key_of(k)))
     }
 
     /// The vCPU at the head of pCPU `p`'s queue.

@@ -392,6 +392,7 @@ impl EventQueue {
     /// into its one caller, the slice start: as a call it cost about 4% of bench-64vm.
     #[inline(always)]
     pub fn set_timer(&mut self, slot: u32, time: Time, event: Event) {
+        debug_assert!(time != Time::MAX, "a timer's time is below Time::MAX (`earliest_timer`)");
         self.seq += 1;
         self.slots[slot as usize] = event;
         let key = pack(time, self.seq, slot);
@@ -500,7 +501,11 @@ impl EventQueue {
     #[inline(always)]
     fn earliest_timer(&self) -> Option<u128> {
         let root = self.timers[1];
-        (root != NO_KEY).then_some(root)
+        // the time half alone tells `NO_KEY` (no armed timer's time is `Time::MAX`): tested as a
+        // `u128`, the root was read with one 16-byte vector load, which the store buffer cannot
+        // serve from the two 8-byte stores of the tree walk just before (a timer re-armed, or
+        // the fired one removed), so every pop waited for them to reach the cache
+        (time_of(root) != Time::MAX).then_some(root)
     }
 
     /// Number of pending events (the timers counted by a scan of the slots: not for hot paths,
