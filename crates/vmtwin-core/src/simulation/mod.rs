@@ -427,7 +427,7 @@ impl Simulation {
                     Next::Work(w) => self.sched.burst_done(pcpu, v, Some(w), t, &mut self.queue),
                     halt => {
                         self.sched.burst_done(pcpu, v, None, t, &mut self.queue);
-                        self.follow(v, halt);
+                        self.follow_inline(v, halt);
                     }
                 }
             }
@@ -550,6 +550,19 @@ impl Simulation {
             vm.workload.after_burst(t, g)
         } else {
             vm.workload.on_wake(t, g)
+        }
+    }
+
+    /// [`Self::follow`] with a halt's wake pushed inline: the run loop's burst end that halts
+    /// (bench-mixed: 155,647 of a minute's 359,214 events), where the call paid a prologue and
+    /// epilogue that save six registers and a jump on the variant around a push of ~60
+    /// instructions.
+    #[inline(always)]
+    fn follow_inline(&mut self, v: u32, next: Next) {
+        if let Next::Halt(d) = next {
+            self.queue.push(self.now + d, Event::Wake { vcpu: v });
+        } else {
+            self.follow(v, next);
         }
     }
 
