@@ -1974,7 +1974,7 @@ impl CpuSched {
                 let pick = if declining && self.queues.head_entry(p).is_none() {
                     self.pick::<true>(p, now)
                 } else {
-                    self.pick::<false>(p, now)
+                    self.pick_inline(p, now)
                 };
                 let Some((qp, _)) = pick else { break };
                 qp
@@ -2498,6 +2498,27 @@ impl CpuSched {
         if self.cells.on {
             return self.pick_in_cell::<DECLINE>(p, now);
         }
+        self.pick_local_body::<DECLINE>(p, host, now)
+    }
+
+    /// [`Self::pick`] without `DECLINE`, its scoring inlined (the cells' pick stays a call):
+    /// for the dispatch's pick, 152,630 of bench-mixed-1m's 170,238 picks that score, where the
+    /// call to [`Self::pick_local`] paid a prologue and an epilogue that save six registers.
+    #[inline(always)]
+    fn pick_inline(&self, p: u32, now: Time) -> Option<(u32, f64)> {
+        let host = self.queues.best()?;
+        if !self.local_pull || host.0 == p {
+            return Some(host);
+        }
+        if self.cells.on {
+            return self.pick_local::<false>(p, host, now);
+        }
+        self.pick_local_body::<false>(p, host, now)
+    }
+
+    /// [`Self::pick_local`] without scheduler cells.
+    #[inline(always)]
+    fn pick_local_body<const DECLINE: bool>(&self, p: u32, host: (u32, f64), now: Time) -> Option<(u32, f64)> {
         let t = self.topo[p as usize];
         let (mut bq, mut best) = match self.queues.head_entry(p) {
             Some((_, k)) => (p, k),
