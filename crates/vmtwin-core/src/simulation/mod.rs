@@ -434,7 +434,7 @@ impl Simulation {
         } else if let Event::Wake { vcpu } = ev {
             let next = self.next_with_mem(vcpu, false);
             match next {
-                Next::Work(w) => self.sched.wake(vcpu, w, t, &mut self.queue),
+                Next::Work(w) => self.sched.wake_inline(vcpu, w, t, &mut self.queue),
                 other => self.follow(vcpu, other),
             }
         } else if let Event::LimitRefill { limiter, gen } = ev {
