@@ -73,8 +73,10 @@ pub struct CpuSchedParams {
     /// (research/cpu.md C3: "clamp |entitled - charged| to <= 1 quantum x 2").
     pub max_lag_ns: Time,
     /// The most CPU time a vCPU may owe the fair clock, in ns (`clock.rs`): at each entitlement
-    /// update, and when it wakes or a limit releases it (placing a waker owing at most
-    /// `max_lag_ns` would forgive a limit-bound VM's debt at every release).
+    /// update (a VM held at its reservation floor owes its reservation's balance up to it too:
+    /// at `max_lag_ns` a 1-share VM reserving 40 MHz got 3.93 points of a pCPU for its 2.09), and
+    /// when it wakes or a limit releases it (placing a waker owing at most `max_lag_ns` would
+    /// forgive a limit-bound VM's debt at every release).
     /// Debt is what a vCPU ran beyond its weighted share while others were runnable too;
     /// forgiving it hands that time to the VM that ran ahead (seen: a held-back 3-vCPU VM some 170 ms ahead at every update got 0.18 pCPU more than its
     /// entitlement, from a satisfied neighbour). The clock does not need the bound (a vCPU moves

@@ -85,10 +85,15 @@
 //! each entitlement update the lags of its vCPUs are not the clock's but its reservation's
 //! balance (`floor_balances`): what each vCPU was owed since the last update (its part of the
 //! reservation, or what its share earned at the clock's pace if that is more), less what it
-//! ran, carried from update to update, owed or owing at most `max_lag_ns` per vCPU (owed no
-//! more than a sleeper wakes with, so a reservation left unused is not banked beyond that;
-//! owing no more either: a balance settles the last interval or two, not a start-up's excess).
-//! Within the interval the clock rules as for every VM; the balance settles the interval. This
+//! ran, carried from update to update, owed at most `max_lag_ns` per vCPU (no more than a
+//! sleeper wakes with, so a reservation left unused is not banked beyond that) and owing at
+//! most `max_debt_ns`, the bounds of every update's clamp. Owing at most `max_lag_ns`, the
+//! balance forgave what the VM took by its weight each interval once it sat at that bound:
+//! where the VMs at the water level weigh far less than the floor (a 1-share VM reserving 40
+//! MHz beside two 1-share VMs on one pCPU), the balance that holds it to what it is owed sits
+//! near 230 ms of debt, and at 100 ms the VM got 3.93 points of a pCPU for the 2.09 max-min
+//! gives it (docs/cpu-scheduler.md). Within the interval the clock rules as for every VM; the
+//! balance settles the interval. This
 //! is the reservation tag of VMware's mClock (Gulati, Merchant and Varman, OSDI 2010:
 //! reservations kept by real-time tags, spare capacity by shares) settled once an interval
 //! instead of at every dispatch. A balance starts only at an update whose demands were all
@@ -186,8 +191,10 @@
 //!   resource pool held at its floor gives its children weights from that floor, and they take
 //!   slack by it as such a VM did. The balance counts run time, not the share of a core charged
 //!   beside a busy hyperthread; its per-vCPU clamps and the placement of a waking vCPU drop part
-//!   of it, so a floor-held VM whose vCPUs halt often lands a little under its reservation (up
-//!   to 0.5 point of a pCPU on the census) where the weight alone put it a little over.
+//!   of it (the credit of a vCPU that idled beyond `max_lag_ns`, while its debt is kept to
+//!   `max_debt_ns`), so a floor-held VM whose vCPUs halt often lands a little under its
+//!   reservation (up to 1.1 points of a pCPU on the census: 4 bursty vCPUs at a 164.40 floor)
+//!   where the weight alone put it a little over.
 //! - The demand estimate (`update_demand`) cannot tell a backlogged vCPU from one whose
 //!   wake-ups collide often where it sees no halt: a vCPU of a held-back VM, or one of a
 //!   satisfied VM that did not halt in an entitlement interval and ran less than its
@@ -4065,9 +4072,10 @@ impl CpuSched {
             let w = sh.weight.max(MIN_WEIGHT);
             let mut lag = (clock - vc.key) * vc.weight;
             // a VM held at its reservation floor until now: its vCPUs' lags sum to the
-            // reservation's balance, owing at most `max_lag` each (`floor_balances`)
+            // reservation's balance (`floor_balances`), clamped below as every lag is (owing at
+            // most `max_debt`: the module's header says why not `max_lag`)
             if was_any && self.at_floor[vc.vm as usize].0 && vc.state != VcpuState::Off {
-                lag = (lag + self.floor_shift[vc.vm as usize]).max(-max_lag);
+                lag += self.floor_shift[vc.vm as usize];
             }
             vc.alloc = sh.alloc;
             // its VM's entitlement in MHz against its own limit (not a share of a pool's); the
