@@ -1790,10 +1790,10 @@ impl CpuSched {
         let worst = if LOCAL { key + self.move_cost[1] * self.vcpus[v as usize].inv_weight } else { key };
         let llc = self.llc_of[last as usize] as usize;
         let (lo, hi) = (self.llc_range[llc], self.llc_range[llc + 1]);
-        // two copies of the scan, so that an unguarded waker's (most) does not test `guarded`
-        // at every pCPU
-        // a waker whose VM's slack is spent (`spent`: its shield above its entitlement) sees its
-        // siblings, shielded as it is, as it would unshielded: a copy of the scan of its own
+        // four copies of the scan, so that no pCPU's test reads what is fixed for the waker:
+        // whether it is guarded (an unguarded waker's scan, most of them, does not test it),
+        // and whether its VM's slack is spent (`spent`: its shield above its entitlement), when
+        // it sees its siblings, shielded as it is, as it would unshielded
         let kin = self.vcpus[v as usize].shield > reach;
         let (victim, by_slack) = match (guarded, kin) {
             (true, false) => self.victim_scan::<SKIP_SIBLINGS, true, false>(lo, hi, vm, reach, now_f, worst, alloc - GUARD_EPS),
