@@ -80,7 +80,7 @@ pub struct Sampler {
     last: Time,
     /// the tables have been drained (`tables_out`): a run in slices, each reserved afresh, so
     /// each reservation asks the prefault thread for the next one's columns (`prefault.rs`)
-    drained: bool,
+    drained_in_slices: bool,
     /// the empty columns the prefault thread allocated for the next reservation, every table's
     /// in schema order (host, vm, vcpu, pcpu), or none
     spares: Vec<Column>,
@@ -239,7 +239,7 @@ impl Sampler {
             core_scratch: Vec::new(),
             prev: vec![Counts::default(); vcpus],
             last: 0,
-            drained: false,
+            drained_in_slices: false,
             spares: Vec::new(),
             prefault: Prefault::default(),
         };
@@ -257,11 +257,11 @@ impl Sampler {
         self.take_spares();
         let rows = |per_sample: usize| samples.saturating_mul(per_sample).min(RESERVE_ROWS_MAX);
         let per_table = [rows(1), rows(vms), rows(self.prev.len()), rows(self.prev_busy.len())];
-        // drained tables (every column without room) take the spares allocated ahead, if any;
+        // empty tables (every column without room, as a drain leaves them) take the spares allocated ahead, if any;
         // the reservation below then finds room enough (unless this slice is longer). Spares
         // not taken now (a slice resumed before its drain) are kept for the next.
-        let drained = [&self.host, &self.vm, &self.vcpu, &self.pcpu].iter().all(|t| t.columns.iter().all(|(_, c)| c.capacity() == 0));
-        if drained && !self.spares.is_empty() {
+        let empty = [&self.host, &self.vm, &self.vcpu, &self.pcpu].iter().all(|t| t.columns.iter().all(|(_, c)| c.capacity() == 0));
+        if empty && !self.spares.is_empty() {
             let mut spares = std::mem::take(&mut self.spares).into_iter();
             for t in [&mut self.host, &mut self.vm, &mut self.vcpu, &mut self.pcpu] {
                 t.adopt(&mut spares);
@@ -274,7 +274,7 @@ impl Sampler {
         }
         // the next slice's columns, as large as this one's, once the run is drained in slices
         let tables = [&self.host, &self.vm, &self.vcpu, &self.pcpu];
-        let ahead: Vec<(&Column, usize)> = if self.drained && self.spares.is_empty() {
+        let ahead: Vec<(&Column, usize)> = if self.drained_in_slices && self.spares.is_empty() {
             tables.into_iter().zip(per_table).flat_map(|(t, n)| t.columns.iter().map(move |(_, c)| (c, n))).collect()
         } else {
             Vec::new()
@@ -297,7 +297,7 @@ impl Sampler {
     /// Wait until the reserved room is faulted in; before the tables are moved out.
     pub fn tables_out(&mut self) {
         self.take_spares();
-        self.drained = true;
+        self.drained_in_slices = true;
     }
 
     /// Append one interval ending at `now`; brings every vCPU's counters to `now` on the way
