@@ -1729,27 +1729,28 @@ impl CpuSched {
         let reach = vc.alloc + GUARD_EPS;
         let slackest = vc.alloc - GUARD_EPS;
         let llc = self.llc_of[last as usize] as usize;
+        let (lo, hi) = (self.llc_range[llc], self.llc_range[llc + 1]);
         let now_f = ns_f(now);
+        let last = last as usize;
         let mut best = (NONE, 0.0);
-        for p in self.llc_range[llc]..self.llc_range[llc + 1] {
-            let pc = &self.pcpus[p];
-            if p == last as usize
-                || pc.running == NONE
-                || pc.run_guard > reach
-                || pc.run_alloc >= slackest
-                || (self.cells.on && !self.in_cell(r, p as u32))
-                || self.split_binds(vc.vm, pc.run_vm, now)
-            {
-                continue;
-            }
-            let ahead = pc.run_key0 + now_f * pc.run_inv_weight - (key + far);
-            if ahead > best.1 {
-                best = (p as u32, ahead);
+        // the pCPUs either side of `last` (where the waker now runs), in order; the entitlements
+        // and the key tested without a branch each, the cell and the pool split only for a pCPU
+        // that would win: which pCPUs run a vCPU entitled to less is data (bench-1024vm-1m:
+        // 51,365 passes, 100 of which find a pCPU; a branch per test mispredicted 6.4 times a
+        // pass in callgrind's branch simulation)
+        for (from, pcs) in [(lo, &self.pcpus[lo..last]), (last + 1, &self.pcpus[last + 1..hi])] {
+            for (i, pc) in pcs.iter().enumerate() {
+                let open = (pc.running != NONE) & !(pc.run_guard > reach) & !(pc.run_alloc >= slackest);
+                let ahead = std::hint::select_unpredictable(open, pc.run_key0 + now_f * pc.run_inv_weight - (key + far), f64::NEG_INFINITY);
+                let p = (from + i) as u32;
+                if ahead > best.1 && !(self.cells.on && !self.in_cell(r, p)) && !self.split_binds(vc.vm, pc.run_vm, now) {
+                    best = (p, ahead);
+                }
             }
         }
         let target = best.0;
         if target == NONE {
-            self.enqueue(last, r);
+            self.enqueue(last as u32, r);
             return;
         }
         self.stats.preemptions += 1;
