@@ -44,7 +44,12 @@
 //!   is bounded more loosely than credit: credit is time a vCPU did not get, and too much of it
 //!   would let a long-starved vCPU monopolise a pCPU (C3); debt is time a runnable vCPU took
 //!   beyond its share while others waited, and each update that forgave it would hand that
-//!   time to the VM that ran ahead for good.
+//!   time to the VM that ran ahead for good. A bound in CPU time is met first by the heavier of
+//!   two debtors that drift at one pace in virtual time (two VMs at the water level sharing
+//!   slack), so the debt past it is forgiven evenly in virtual time: every debtor ahead of the
+//!   clamped one is forgiven as much virtual time, in CPU time in proportion to its weight
+//!   (`CpuSched::even_debts`; clamped alone, a 500-share vCPU was forgiven 83 ms a second and a
+//!   100-share 3-vCPU VM beside it got 4.79 points of a pCPU for max-min's 6.12).
 //!
 //! The clock is kept in O(1) per event: the sums `sum w_i` and `sum w_i key_i` change when a
 //! vCPU joins or leaves the runnable set and when its key is charged, and a running vCPU's key

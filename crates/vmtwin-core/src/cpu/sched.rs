@@ -10,7 +10,9 @@
 //! that clock and owing at most `max_debt_ns`, so waiting and idling bank no more than that
 //! and forgive no debt a runnable vCPU would keep; at each entitlement
 //! update weights change, every key is rescaled so that its lag in CPU time is kept, clamped to
-//! `max_lag_ns` of credit and `max_debt_ns` of debt, and rebased so the clock reads zero.
+//! `max_lag_ns` of credit and `max_debt_ns` of debt, and rebased so the clock reads zero; the
+//! debtors ahead of one the debt bound clamps are forgiven as much virtual time, so that the
+//! bound does not reorder debtors drifting at one pace (`even_debts`).
 //!
 //! Each pCPU has its own run queue. A vCPU is queued on its last pCPU. A pCPU that needs work
 //! takes the best of its own queue's head, its LLC's, its node's and the host's (pull
@@ -797,6 +799,8 @@ pub struct CpuSched {
     /// in an interval they did not), at most one interval's entitlement either way
     /// (`update_demand`; the module's header says why)
     short_balance: Vec<f64>,
+    /// scratch of `even_debts`: (virtual debt, vCPU) of the debtors it may move
+    debt_order: Vec<(f64, u32)>,
     /// per VM: `short`, and some vCPU of it waited and never halted over the last interval, so
     /// it has no slack left to make a preemption up in: shielded from every waker not entitled
     /// to a whole pCPU (`set_weights`; the module's header says why)
@@ -1020,6 +1024,7 @@ impl CpuSched {
             any_dirty: false,
             short: vec![false; vcpus_per_vm.len()],
             short_balance: vec![0.0; vcpus_per_vm.len()],
+            debt_order: Vec::new(),
             spent: vec![false; vcpus_per_vm.len()],
             under: vec![false; vcpus_per_vm.len()],
             held_back: vec![false; vcpus_per_vm.len()],
@@ -4064,6 +4069,19 @@ impl CpuSched {
         if was_any {
             self.floor_balances(clock, now, span);
         }
+        // every lag in CPU time against the old clock (a floor-held VM's its balance's), then
+        // the debts past `max_debt` forgiven evenly in virtual time (`even_debts`)
+        let mut over = false;
+        for (vc, lag) in self.vcpus.iter().zip(new_keys.iter_mut()) {
+            *lag = (clock - vc.key) * vc.weight;
+            if was_any && self.at_floor[vc.vm as usize].0 && vc.state != VcpuState::Off {
+                *lag += self.floor_shift[vc.vm as usize];
+            }
+            over |= (*lag < -max_debt) & (vc.state != VcpuState::Off);
+        }
+        if over {
+            self.even_debts(per_vm, new_keys);
+        }
         let mut any_at_floor = false;
         // the most a vCPU at its VM's limit is entitled to: a VM held back below that may owe
         // it a gap (`lend_width`)
@@ -4071,13 +4089,10 @@ impl CpuSched {
         for (v, (vc, new_key)) in self.vcpus.iter_mut().zip(new_keys.iter_mut()).enumerate() {
             let sh = per_vm[vc.vm as usize];
             let w = sh.weight.max(MIN_WEIGHT);
-            let mut lag = (clock - vc.key) * vc.weight;
-            // a VM held at its reservation floor until now: its vCPUs' lags sum to the
-            // reservation's balance (`floor_balances`), clamped below as every lag is (owing at
-            // most `max_debt`: the module's header says why not `max_lag`)
-            if was_any && self.at_floor[vc.vm as usize].0 && vc.state != VcpuState::Off {
-                lag += self.floor_shift[vc.vm as usize];
-            }
+            // (a VM held at its reservation floor until now: its vCPUs' lags sum to the
+            // reservation's balance, `floor_balances`, clamped below as every lag is: owing at
+            // most `max_debt`, the module's header says why not `max_lag`)
+            let lag = *new_key;
             vc.alloc = sh.alloc;
             // its VM's entitlement in MHz against its own limit (not a share of a pool's); the
             // VM's vCPU count (a line of its `Siblings`) read only for a limited one
@@ -4160,6 +4175,59 @@ impl CpuSched {
         }
         // (no key changed since the walk above)
         self.queues.rekey(|v| new_keys[v as usize]);
+    }
+
+    /// Forgive the debts past `max_debt_ns` (`lags[v]`, CPU ns, negative for a debt) evenly in
+    /// virtual time, at the new weights. A vCPU owing more than `max_debt` is brought back to
+    /// it, as the plain clamp does; every debtor further ahead in virtual time is forgiven as
+    /// much virtual time (in CPU time, in proportion to its weight), and one between the bound
+    /// and where the clamped vCPU stood is brought to the bound: no debtor's order is changed
+    /// and no gap between two debtors widens. The least forgiveness that does so: sorted by
+    /// virtual debt `x`, each is forgiven the most any vCPU at or below it overran its bound
+    /// (`x - max_debt / w`), then each is held at or below the next one up.
+    #[inline(never)]
+    fn even_debts(&mut self, per_vm: &[VcpuShare], lags: &mut [f64]) {
+        let max_debt = self.params.max_debt_ns as f64;
+        let weight = |vc: &Vcpu| per_vm[vc.vm as usize].weight.max(MIN_WEIGHT);
+        // no debtor below the lowest bound of one that overran it is moved
+        let low = self
+            .vcpus
+            .iter()
+            .zip(lags.iter())
+            .filter(|(vc, &lag)| lag < -max_debt && vc.state != VcpuState::Off)
+            .map(|(vc, _)| max_debt / weight(vc))
+            .fold(f64::INFINITY, min_f);
+        let order = &mut self.debt_order;
+        order.clear();
+        for (v, (vc, &lag)) in self.vcpus.iter().zip(lags.iter()).enumerate() {
+            let x = -lag / weight(vc);
+            if x > low && vc.state != VcpuState::Off {
+                order.push((x, v as u32));
+            }
+        }
+        order.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        // NaN marks a vCPU brought to its own bound: it keeps its lag, which the update's clamp
+        // brings to `max_debt` exactly, as without this rule (unless the next one up stands
+        // lower still)
+        let mut forgiven = 0.0f64;
+        for e in order.iter_mut() {
+            let over = e.0 - max_debt / weight(&self.vcpus[e.1 as usize]);
+            let own = over >= forgiven && over > 0.0;
+            forgiven = max_f(forgiven, over);
+            e.0 = pick_f(own, f64::NAN, e.0 - forgiven);
+        }
+        let mut next = f64::INFINITY;
+        for e in order.iter_mut().rev() {
+            let v = e.1 as usize;
+            let w = weight(&self.vcpus[v]);
+            if e.0.is_nan() && max_debt / w <= next {
+                next = max_debt / w;
+                continue;
+            }
+            let x = if e.0.is_nan() { next } else { min_f(e.0, next) };
+            next = x;
+            lags[v] = -x * w;
+        }
     }
 
     /// For each VM held at its reservation floor since the last update (`VcpuShare::at_floor`),
@@ -4393,6 +4461,45 @@ mod tests {
         assert_eq!(shield(400, 500), (true, 0.5));
         // not short: no shield (not satisfied, below a pCPU: no guard either)
         assert_eq!(shield(490, 510), (false, f64::NEG_INFINITY));
+    }
+
+    /// `even_debts`: two 1-vCPU debtors drift at one virtual pace, the heavier (0.25 pCPU)
+    /// 1.5 s of virtual time ahead of the clock, past its 300 ms bound (1.2 s at its weight),
+    /// a light one (0.0125) ahead of it at 1.6 s, another between the bound and it at 1.4 s,
+    /// and a heavy one (1 pCPU) 50 ms in debt. The heavier is brought to its bound, as the plain
+    /// clamp does; the light one ahead is forgiven the same 0.3 s of virtual time (3.75 ms of
+    /// CPU, in proportion to its weight, not nothing), the one between is brought to the bound,
+    /// and the heavy one below it is not moved. With the plain clamp the heavier would be 0.4 s
+    /// of virtual time ahead of the light one in every queue after each update.
+    #[test]
+    fn debts_past_the_bound_are_forgiven_evenly_in_virtual_time() {
+        const MS: f64 = 1e6;
+        let host = HostSpec { name: "h".into(), sockets: 1, numa_nodes_per_socket: 1, llcs_per_node: 1,
+            cores_per_llc: 4, threads_per_core: 1, core_mhz: 2000, memory_bytes: 1 << 34 };
+        let mut s = CpuSched::new(&Topology::new(&host).unwrap(), CpuSchedParams::default(), &[1, 1, 1, 1]);
+        for vc in &mut s.vcpus {
+            vc.state = VcpuState::Ready;
+        }
+        let weights = [0.25, 0.0125, 0.0125, 1.0];
+        let per_vm: Vec<VcpuShare> = weights.iter().map(|&w| VcpuShare { weight: w, alloc: w, ..VcpuShare::default() }).collect();
+        // CPU lags (negative: owing) of virtual debts 1.5, 1.6, 1.4 and 0.05 s
+        let mut lags: Vec<f64> = [1.5e3, 1.6e3, 1.4e3, 50.0].iter().zip(weights).map(|(x, w)| -x * w * MS).collect();
+        s.even_debts(&per_vm, &mut lags);
+        // (the heavier keeps its lag: the update's clamp brings it to -300 ms, as before)
+        let want = [-375.0, -1.3e3 * 0.0125, -1.2e3 * 0.0125, -50.0];
+        for (v, (got, want)) in lags.iter().zip(want).enumerate() {
+            assert!((got / MS - want).abs() < 1e-9, "vCPU {v}: {} ms for {want}", got / MS);
+        }
+        // through `set_weights`: halted vCPUs (the clock, with none runnable, reads 0) at those
+        // virtual debts, the weights unchanged: keys 1.2, 1.3, 1.2 and 0.05 s after
+        for (v, x) in [1.5e9, 1.6e9, 1.4e9, 50e6].into_iter().enumerate() {
+            let vc = &mut s.vcpus[v];
+            (vc.state, vc.weight, vc.inv_weight, vc.key) = (VcpuState::Idle, weights[v], 1.0 / weights[v], x);
+        }
+        s.set_weights(0, &per_vm, &mut Vec::new());
+        for (v, want) in [1.2e9, 1.3e9, 1.2e9, 50e6].into_iter().enumerate() {
+            assert!((s.vcpus[v].key - want).abs() < 1.0, "vCPU {v}: key {} for {want}", s.vcpus[v].key);
+        }
     }
 
     #[test]
