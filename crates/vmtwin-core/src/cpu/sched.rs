@@ -3785,10 +3785,10 @@ impl CpuSched {
     /// 1-vCPU VM reserving 0.97 pCPU, 2 ms bursts at duty 0.74 and runnable 99.5% of the time,
     /// missed a halt one second in five, its estimate jumped from 0.74 to 0.87 each time, and the
     /// slack it left went to the VMs at the water level by their weights, one of them 0.52 points
-    /// over its allocation (draw 2134 of the max-min census). A held-back VM keeps
-    /// all of it wherever its entitlement held it back (below for the rest): it gets its share
-    /// whatever the estimate says above it, and where the guest thinks
-    /// after each burst (closed loop) READY time is demand lost, not delayed; counted as delay
+    /// over its allocation (draw 2134 of the max-min census). A held-back VM keeps all of it
+    /// wherever its entitlement held it back (below for the rest): it gets its share whatever
+    /// the estimate says above it, and where the guest thinks after each burst (closed loop)
+    /// READY time is demand lost, not delayed; counted as delay
     /// there, bench-mixed's held-back closed-loop VMs read their use as their demand (web-b 242 MHz
     /// of 1,950). Nor where cells or NUMA confinement keep a VM to part of the host: the water-fill
     /// sees only the whole host's contention, so a VM it does not hold back may still be held back
@@ -4427,9 +4427,6 @@ mod tests {
         assert!((estimate(false, 600, 300) - 0.6).abs() < 1e-12, "halted: its run time");
     }
 
-    /// `short_margin`: a VM whose vCPU waited and ran 0.485 s of its 0.5 s entitlement is short
-    /// by 3% of it: served short (its vCPUs shielded from wakers entitled to less) at a margin of
-    /// 2%, not at the default 5% or at 1 (never).
     #[test]
     fn a_held_back_vcpu_that_halted_under_its_entitlement_reads_ready_only_up_to_it() {
         const MS: Time = 1_000_000;
@@ -4502,6 +4499,9 @@ mod tests {
         }
     }
 
+    /// `short_margin`: a VM whose vCPU waited and ran 0.485 s of its 0.5 s entitlement is short
+    /// by 3% of it: served short (its vCPUs shielded from wakers entitled to less) at a margin of
+    /// 2%, not at the default 5% or at 1 (never).
     #[test]
     fn a_smaller_short_margin_shields_a_vm_served_less_short() {
         let short = |margin: f64| {

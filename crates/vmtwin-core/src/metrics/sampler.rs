@@ -257,9 +257,10 @@ impl Sampler {
         self.take_spares();
         let rows = |per_sample: usize| samples.saturating_mul(per_sample).min(RESERVE_ROWS_MAX);
         let per_table = [rows(1), rows(vms), rows(self.prev.len()), rows(self.prev_busy.len())];
-        // empty tables (every column without room, as a drain leaves them) take the spares allocated ahead, if any;
-        // the reservation below then finds room enough (unless this slice is longer). Spares
-        // not taken now (a slice resumed before its drain) are kept for the next.
+        // empty tables (every column without room, as a drain leaves them) take the spares
+        // allocated ahead, if any; the reservation below then finds room enough (unless this
+        // slice is longer). Spares not taken now (a slice resumed before its drain) are kept for
+        // the next.
         let empty = [&self.host, &self.vm, &self.vcpu, &self.pcpu].iter().all(|t| t.columns.iter().all(|(_, c)| c.capacity() == 0));
         if empty && !self.spares.is_empty() {
             let mut spares = std::mem::take(&mut self.spares).into_iter();
