@@ -79,6 +79,24 @@
 //! wakes 148 times a second, waited READY 35% of the time, never halted, and got 64.84 points of
 //! its 69.00 while the host idled 13 points, all of it while its vCPU ran.
 //!
+//! A vCPU that never halted over the last entitlement interval, of a VM that reserves a whole
+//! pCPU per vCPU, is guarded as one entitled to a whole pCPU (`guard`, and its shield no weaker),
+//! whatever its entitlement: a reservation is the VM's whenever it demands it, and a vCPU
+//! runnable throughout demands at least its pCPU. Its entitlement can sit just under the
+//! reservation, because the water-fill caps a VM's floor at its demand estimate, and a vCPU of a
+//! VM not held back that never halts counts its READY time only up to its entitlement
+//! (`update_demand`): an estimate that starts under the reservation (the first second's run,
+//! short of a whole pCPU by the arrivals' phases) stays there. Under a whole pCPU and on a
+//! committed host such a vCPU had no guard, so at each slice's end it yielded by keys to the
+//! wakers queued with credit, and then waited for a pCPU, while the host idled at other moments,
+//! when it could not use more than its own. Seen in the max-min test's draws
+//! (docs/cpu-scheduler.md): on 8 pCPUs at load 1.00, a 3-vCPU VM reserving three whole pCPUs,
+//! busy, was entitled to 7,791 of its 7,800 MHz all minute and got 284.94 points of its 300.00,
+//! all the loss READY after such yields (8.3 s of 55) while the host idled 14.6 points. Only a
+//! vCPU that never halted: guarded whatever it does, a VM at duty 0.84 reserving a whole pCPU
+//! stopped yielding to a limited pool's VM, which then waited READY while its pool's bucket
+//! filled and its sibling ran past its share (`limit.rs`).
+//!
 //! A VM held back at its reservation (max-min gives it the reservation because its share at the
 //! water level is less: `VcpuShare::at_floor`) weighs its reservation, so between updates it
 //! takes part of whatever slack arises in proportion to it, where max-min gives slack to the
@@ -205,6 +223,11 @@
 //!   up to its READY share (a satisfied vCPU up to its entitlement, not past it). A closed-loop
 //!   vCPU of a VM not held back is read by its run time, though its waits delayed its next
 //!   bursts.
+//! - Only a reservation of a whole pCPU per vCPU guards a busy vCPU at it: a VM reserving less
+//!   whose estimate reads under its reservation (READY counted only up to the entitlement,
+//!   which that estimate caps) is entitled to the estimate, and yields by keys at its slices'
+//!   ends as before. Counting READY up to the reservation instead lifts it, but over-reads a VM
+//!   at duty 0.96 reserving a whole pCPU whose READY is collisions (docs/cpu-scheduler.md).
 //! - Near 100% load, finite runs end with work still queued in the guests: usage then trails
 //!   the max-min allocation by that backlog, as any queue near saturation does.
 
@@ -308,6 +331,9 @@ pub struct VcpuShare {
     pub at_floor: bool,
     /// its share at its pool's water level, whatever its reservation (at most a pCPU)
     pub share: f64,
+    /// its VM's own reservation per vCPU, whatever its demand estimate (pCPUs): at a whole pCPU
+    /// a vCPU runnable throughout the last interval is guarded as entitled to it (`set_weights`)
+    pub reserved: f64,
 }
 
 /// Least entitlement (pCPUs) a vCPU counts with when a bucket's tokens are split, so that one
@@ -512,6 +538,9 @@ pub struct Vcpu {
     pub demand_since: Time,
     /// the estimate holds a measurement, not the power-on guess
     pub demand_measured: bool,
+    /// runnable throughout the last entitlement interval: it never halted (`update_demand`;
+    /// read by `set_weights` for a VM reserving a whole pCPU per vCPU)
+    busy: bool,
 }
 
 // the lines as laid out above
@@ -933,6 +962,7 @@ impl CpuSched {
                     ready_mark: 0,
                     demand_since: 0,
                     demand_measured: false,
+                    busy: false,
                     at_limit: false,
                     passes_on: false,
                     migrations: 0,
@@ -3918,6 +3948,7 @@ impl CpuSched {
                 // the first measurement replaces the power-on guess rather than blending with it
                 vc.demand = if vc.demand_measured { w * frac + (1.0 - w) * vc.demand } else { frac };
                 vc.demand_measured = true;
+                vc.busy = rest == 0.0;
             }
             // (every vCPU's estimate, kept or new, goes into its VM's sum)
             self.vm_demand[vc.vm as usize] += vc.demand;
@@ -4102,11 +4133,18 @@ impl CpuSched {
                 lender = max_f(lender, sh.alloc);
             }
             vc.passes_on = sh.held & self.under[vc.vm as usize] & (least < sh.alloc - GUARD_EPS);
-            vc.guard = pick_f(sh.satisfied | (sh.alloc >= FULL_PCPU), sh.alloc, f64::NEG_INFINITY);
+            // a vCPU that never halted, of a VM reserving a whole pCPU per vCPU, demands its
+            // reservation, and is guarded at it whatever its estimate let the water-fill give
+            // it (the module's header)
+            let reserved = max_f(sh.alloc, sh.reserved);
+            // (`busy` is on the record's last line: read only for such a VM)
+            let whole = reserved >= FULL_PCPU && vc.busy;
+            vc.guard = pick_f(whole, reserved, pick_f(sh.satisfied | (sh.alloc >= FULL_PCPU), sh.alloc, f64::NEG_INFINITY));
             // served short: shielded from wakers entitled to less, or from every waker not
             // entitled to a whole pCPU once its slack is spent (`spent`)
             let shield = pick_f(self.spent[vc.vm as usize], FULL_PCPU, sh.alloc);
-            vc.shield = pick_f(self.short[vc.vm as usize], shield, vc.guard);
+            // (no weaker than its guard, which its reservation may set above its entitlement)
+            vc.shield = pick_f(self.short[vc.vm as usize], max_f(shield, vc.guard), vc.guard);
             let lag = lag.clamp(-max_debt, max_lag);
             // one held there from now (powered on: its vCPUs are not off) starts a balance
             if sh.at_floor {
@@ -4458,6 +4496,28 @@ mod tests {
         assert_eq!(shield(400, 500), (true, 0.5));
         // not short: no shield (not satisfied, below a pCPU: no guard either)
         assert_eq!(shield(490, 510), (false, f64::NEG_INFINITY));
+    }
+
+    /// A vCPU that never halted in the interval, of a VM reserving a whole pCPU per vCPU but
+    /// entitled to a little less (its estimate under the reservation; the host committed, so no
+    /// guard by the entitlement), is guarded at the reservation: a queued vCPU entitled to less
+    /// does not displace it at its slice's end, whatever the keys. One that halted is not
+    /// guarded, nor is one of a VM reserving less than a whole pCPU per vCPU.
+    #[test]
+    fn a_busy_vcpu_reserving_a_whole_pcpu_is_guarded_at_its_reservation() {
+        const MS: Time = 1_000_000;
+        let guarded = |run: Time, ready: Time, reserved: f64| {
+            let mut s = one_interval(CpuSchedParams::default(), false, 0.9989, run * MS, ready * MS);
+            let sh = VcpuShare { weight: 1.0, alloc: 0.9989, reserved, share: 0.5, ..VcpuShare::default() };
+            s.set_weights(1_000 * MS, &[sh; 3], &mut Vec::new());
+            // vCPU 1, of a VM entitled to 0.25, queued on pCPU 1 with the lower key
+            s.vcpus[1].alloc = 0.25;
+            s.queues.push(1, -1.0, 1, 1);
+            (s.vcpus[0].guard, s.displaceable(0, 1))
+        };
+        assert_eq!(guarded(950, 50, 1.0), (1.0, false), "never halted, a whole pCPU reserved");
+        assert_eq!(guarded(900, 50, 1.0), (f64::NEG_INFINITY, true), "halted");
+        assert_eq!(guarded(950, 50, 0.99), (f64::NEG_INFINITY, true), "less than a whole pCPU reserved");
     }
 
     /// `even_debts`: two 1-vCPU debtors drift at one virtual pace, the heavier (0.25 pCPU)

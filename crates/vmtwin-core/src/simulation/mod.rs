@@ -597,7 +597,7 @@ impl Simulation {
             *to = (e.mhz, c.demand_mhz);
             // the VM's vCPUs x core MHz (`VmClaim::of`)
             let per = c.cap_mhz;
-            shares.push(VcpuShare { weight: e.weight_mhz / per, alloc: e.mhz / per, satisfied: e.satisfied, held: e.held, at_floor: e.at_floor, share: e.share_mhz / per });
+            shares.push(VcpuShare { weight: e.weight_mhz / per, alloc: e.mhz / per, satisfied: e.satisfied, held: e.held, at_floor: e.at_floor, share: e.share_mhz / per, reserved: c.reservation_mhz as f64 / per });
         }
         if self.pools.has_limits() {
             for (i, e) in ent.iter().enumerate() {
