@@ -72,8 +72,9 @@ from vmtwin.scenario.loading import load_scenario
 KNOWN_GAPS = pytest.mark.xfail(
     strict=False,
     reason="issue 5 (docs/cpu-scheduler.md, census and open misses): one run in seven to fourteen draws a VM off "
-           "max-min, mostly by 0.5-2.6 points of a pCPU (flat 371's by 15), of the kinds kept in data/maxmin_open (a never-halting vCPU's demand "
-           "estimate, max_debt met first by the heavier debtor, small over-allocations near critical load)")
+           "max-min, mostly by 0.5-2.6 points of a pCPU (pooled 39916800's by 5.8), of the kinds kept in data/maxmin_open (a never-halting vCPU's "
+           "demand estimate, max_debt met first by a lone debtor, start-up backlogs drained at a held-back VM's thin margin, small "
+           "over-allocations near critical load)")
 
 DURATION_S = 60
 WARMUP_S = 5
