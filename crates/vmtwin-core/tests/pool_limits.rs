@@ -79,3 +79,31 @@ fn own_limit_holds_while_a_tighter_share_yields() {
         assert!(used >= 0.045 * (second * S) as f64, "after {second} s it used {used} ns: under its limit");
     }
 }
+
+/// A VM whose pool sibling reserves the pool's whole limit but uses less still runs at the
+/// limit's rest. Until the first demand estimate every VM is taken to want all its vCPUs, so
+/// the sibling's reservation fills the pool's 1,000 MHz and the VM's share of it is 0 MHz: its
+/// bucket accrues nothing, and the vCPUs it holds wait for no refill (`hold`). The estimates
+/// then put the sibling at its 600 MHz and the VM's share at the 400 left; before the share's
+/// change released what its bucket held (`set_share_limit`), all three vCPUs stayed in MLMTD
+/// for the whole run (a drawn scenario: `drawn-pools-610060807`, 0.00 of its 20.25 points).
+#[test]
+fn a_share_of_zero_releases_its_vcpus_when_it_grows() {
+    use vmtwin_core::spec::{Arrivals, BurstDist, WorkloadSpec};
+    let light = WorkloadSpec::CpuBound { duty: 0.3, burst_ns: 2 * MS, burst_dist: BurstDist::Fixed, arrivals: Arrivals::Open };
+    // a busy VM outside the pool keeps every pCPU taken: a held vCPU borrows none idle
+    let vms = vec![vm("rest", 3, 4000, 0, Some(438), busy()), vm("reserver", 1, 500, 1000, None, light), vm("hog", 4, 4000, 0, None, busy())];
+    let mut s = spec(4, 10 * S, vms);
+    s.pools = vec![PoolSpec { name: "p".into(), parent: None, shares: 4000, reservation_mhz: 1000, limit_mhz: Some(1000), expandable: false }];
+    s.vms[0].pool = Some("p".into());
+    s.vms[1].pool = Some("p".into());
+    let mut sim = Simulation::new(s).unwrap();
+    sim.run_until(5 * S, &mut |_| true).unwrap();
+    let (rest, reserver) = (sim.vm_counters(0)[5], sim.vm_counters(1)[5]);
+    sim.run().unwrap();
+    let rest = (sim.vm_counters(0)[5] - rest) as f64 / (5 * S) as f64;
+    let reserver = (sim.vm_counters(1)[5] - reserver) as f64 / (5 * S) as f64;
+    // in pCPUs over the last 5 s: the sibling its 0.3, the VM the limit's rest, 0.2
+    assert!((reserver - 0.3).abs() < 0.01, "the reserving sibling used {reserver} pCPUs for its 0.3");
+    assert!((rest - 0.2).abs() < 0.01, "the VM used {rest} pCPUs of the 0.2 its pool's limit leaves it");
+}

@@ -1526,8 +1526,10 @@ impl CpuSched {
                 let (core, rules, n) = (self.core_mhz, self.bucket_rules, s.active_n);
                 s.bucket.as_mut().expect("a limit has a bucket").set_limit(a, core, &rules, n, now);
                 // a pending refill was timed at the old rate (at a share of a few Hz, tens of
-                // seconds away): release what it held, to be held again at the new rate
-                if s.refill_pending {
+                // seconds away), and at a share of 0 none was timed at all (`hold`: its vCPUs
+                // wait for the share to change): release what it held, to be held again at the
+                // new rate
+                if s.refill_pending || !s.held.is_empty() {
                     self.cancel_refill(vm, now, q);
                 }
             }
@@ -3511,7 +3513,8 @@ impl CpuSched {
     }
 
     /// Park vCPU `v` (READY, or RUN and already stopped) in MLMTD until limiter `l`'s bucket
-    /// refills.
+    /// refills; a bucket at a share of 0 MHz never does, so until the share changes
+    /// (`set_share_limit`).
     fn hold(&mut self, v: u32, l: u32, now: Time, q: &mut EventQueue) {
         self.set_state(v, now, VcpuState::Mlmtd);
         self.held_count += 1;
