@@ -19,9 +19,9 @@ Errors: :class:`VmtwinError`, :class:`ScenarioError`, :class:`AdmissionControlEr
 :class:`SimulationError`.
 """
 
-from vmtwin import _startup
+from vmtwin import _interrupt
 
-_startup.install()  # before the native module loads: Ctrl-C in the command's start-up prints no traceback
+_interrupt.install()  # before the native module loads: Ctrl-C in the command's start-up prints no traceback
 
 from vmtwin._core import __version__  # noqa: E402
 from vmtwin.exceptions import AdmissionControlError, ScenarioError, SimulationError, VmtwinError  # noqa: E402

@@ -13,10 +13,11 @@ import os
 import signal
 import sys
 
-from vmtwin._startup import INTERRUPTED, started_as_command as _started_as_command
-from vmtwin._startup import exit_interrupted as _exit_interrupted, install as _install_start_up_handler
+from vmtwin._interrupt import INTERRUPTED, check_interrupt, forget as _forget_interrupt, interrupt as _interrupt
+from vmtwin._interrupt import started_as_command as _started_as_command
+from vmtwin._interrupt import exit_interrupted as _exit_interrupted, install as _install_start_up_handler
 
-# Installed already by the package's first import (vmtwin/_startup.py); again here for
+# Installed already by the package's first import (vmtwin/_interrupt.py); again here for
 # ``python cli.py``. The imports below (rich, and the commands' numpy, pandas, pyarrow, plotly)
 # take about a second, and a Ctrl-C in them must not print a traceback.
 _install_start_up_handler()
@@ -376,17 +377,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     The one error boundary: scenario, engine and output errors print ``error: ...`` and give 2;
     Ctrl-C prints ``interrupted`` and gives 130, after the command removed what it half wrote.
     """
-    handler = None
-    main_thread = signal.getsignal(signal.SIGINT) is not None and _in_main_thread()
-    if main_thread:
-        # Inside the command, Ctrl-C raises KeyboardInterrupt so atomic writers clean up first.
-        handler = signal.signal(signal.SIGINT, signal.default_int_handler)
+    handler = signal.getsignal(signal.SIGINT)
+    main_thread = handler is not None and _in_main_thread()
     try:
+        if main_thread:
+            # Inside the command, Ctrl-C raises KeyboardInterrupt so atomic writers clean up
+            # first, and is remembered in case library code swallows the exception (_interrupt.py).
+            signal.signal(signal.SIGINT, _interrupt)
         with warnings.catch_warnings():
             # a scenario beyond a vSphere maximum runs, with one plain line saying so
             warnings.showwarning = _show_warning
             args = build_parser().parse_args(argv)
-            return args.func(args)
+            status = args.func(args)
+        check_interrupt()
+        return status
     except KeyboardInterrupt:
         err.print("interrupted", markup=False, highlight=False)
         if _started_as_command():
@@ -406,6 +410,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if main_thread:
             # back to quitting at once: from here on there is nothing left to clean up
             signal.signal(signal.SIGINT, _exit_interrupted if _started_as_command() else handler)
+            _forget_interrupt()  # a caller running main() again, or the library, starts afresh
 
 
 #: After Ctrl-C, how long the interpreter's own teardown may take (it joins the pool threads and

@@ -85,6 +85,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from vmtwin._interrupt import check_interrupt
 from vmtwin.exceptions import OutputError
 
 if TYPE_CHECKING:
@@ -675,6 +676,7 @@ class ResultsWriter:
                 if self._buffered[name]:
                     self._flush(name, self._buffered[name])
                 writer.close()
+            check_interrupt()  # never complete after Ctrl-C, even one library code swallowed
             # The manifest last: inside the temp folder it marks the write as complete.
             (self._tmp / MANIFEST_NAME).write_text(text, encoding="utf-8")
             check_output_folder(self.path, force=self._force)  # it may have appeared meanwhile

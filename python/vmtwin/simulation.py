@@ -36,6 +36,7 @@ import pyarrow.parquet as pq
 
 from vmtwin import _core
 from vmtwin import units as _units
+from vmtwin._interrupt import check_interrupt
 from vmtwin.exceptions import SimulationError, scenario_error
 from vmtwin.results import MANIFEST_NAME, RepeatedColumns, Results, ResultsWriter, columns_from_engine, write_results
 from vmtwin.scenario.storage import with_storage_names
@@ -261,6 +262,7 @@ class Simulation:
 
         def report(ns: int) -> None:
             self._running = ns
+            check_interrupt()  # a Ctrl-C the command saw and library code swallowed stops the run here
             if progress is not None:
                 progress(ns / 1e9)
 

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from vmtwin._interrupt import check_interrupt
 from vmtwin.exceptions import OutputError
 
 __all__ = ["atomic_output", "output_error"]
@@ -67,6 +68,7 @@ def atomic_output(path: str | os.PathLike[str], what: str) -> Iterator[Path]:
     os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; the result gets a plain file's mode
     try:
         yield tmp
+        check_interrupt()  # never renamed into place after Ctrl-C, even one library code swallowed
         os.replace(tmp, out)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
