@@ -125,9 +125,18 @@ impl RunQueue {
     #[inline(never)]
     fn push_long(&mut self, e: u128) {
         let s = &self.sorted[..];
-        let whole: usize = s[GROUP - 1..].iter().step_by(GROUP).map(|&x| usize::from(x > e)).sum();
+        // the key halves alone (one 8-byte compare each, not a 16-byte one): an entry of a
+        // larger key is larger; the larger ones of an equal key follow them and are counted
+        // one by one after (none unless the 32-bit `seq` wrapped: it grows with every enqueue,
+        // so an equal key was enqueued before and is smaller)
+        let k = (e >> 64) as u64;
+        let above = |x: &u128| usize::from((*x >> 64) as u64 > k);
+        let whole: usize = s[GROUP - 1..].iter().step_by(GROUP).map(above).sum();
         let lo = whole * GROUP;
-        let at = lo + s[lo..(lo + GROUP).min(s.len())].iter().map(|&x| usize::from(x > e)).sum::<usize>();
+        let mut at = lo + s[lo..(lo + GROUP).min(s.len())].iter().map(above).sum::<usize>();
+        while at < s.len() && s[at] > e {
+            at += 1;
+        }
         self.sorted.insert(at, e);
     }
 
@@ -426,6 +435,29 @@ mod tests {
         assert!(longest > 2 * SHORT_QUEUE, "both insert paths are exercised: {longest}");
         while !model.is_empty() {
             assert_eq!(qs.pop(0), Some(model.remove(0).2));
+        }
+        assert_eq!(qs.pop(0), None);
+    }
+
+    /// A long queue's count compares key halves only; an entry of an equal key whose 32-bit
+    /// `seq` wrapped past the new one's still orders as the packed integers do.
+    #[test]
+    fn long_queue_ties_across_a_seq_wrap_order_as_packed() {
+        let mut qs = QueueSet::new(1);
+        let mut model: Vec<(u64, u32, u32)> = Vec::new();
+        let mut x = 99u64;
+        for i in 0..60u64 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            // seqs from just below 2^32 to just above: the last ones wrap to small numbers
+            let seq = u64::from(u32::MAX) - 30 + i;
+            let key = (x >> 61) as f64;
+            let id = i as u32;
+            qs.push(0, key, seq, id);
+            model.push(((x >> 61), seq as u32, id));
+        }
+        model.sort_unstable();
+        for (_, _, id) in model {
+            assert_eq!(qs.pop(0), Some(id));
         }
         assert_eq!(qs.pop(0), None);
     }
