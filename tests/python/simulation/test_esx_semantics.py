@@ -201,6 +201,36 @@ def test_pool_limit_honours_a_childs_reservation():
     assert m.loc["out", "%USED"] == pytest.approx(200, abs=2)
 
 
+def test_pool_limit_split_holds_while_a_sibling_waits_ready():
+    """7 pCPUs, committed: pool Q (76 shares) holds a near-busy 5-vCPU VM, a 1-vCPU VM at duty
+    0.38 and a 1-share 5-vCPU VM; outside the pools a 2-vCPU VM at duty 0.5 and a 5-vCPU VM at
+    0.15 take their 100 and 75 %USED. Pool P (low shares) is limited to 800 MHz = 40 %USED and
+    holds three VMs that want more than that: light (6 vCPUs, 1,473 shares), mid (4 vCPUs, low
+    = 2,000) and heavy (6 vCPUs, 6,770), so P's 40 splits 1473 : 2000 : 6770 (5.75, 7.81 and
+    26.44 %USED; `expected_used_pct`). Each child's share is enforced in its own bucket while
+    P's bucket is scarce and yields once it is not. heavy's vCPUs, entitled to 0.044 pCPU each
+    and released owed half a sleeper's credit, wait READY behind the other VMs' vCPUs while P's
+    bucket fills past its share split; light, released owed the same credit at a fifth of the
+    weight, is further back in virtual time and first in the queues, so before a share stopped
+    yielding while a sibling waits READY with its own share to spend (`cpu/sched.rs`,
+    `sibling_waits`) light's share yielded and it took 10.39 for its 5.75, heavy 21.32; now
+    5.76 and 25.40. heavy still queues behind the others' vCPUs after its releases, and its
+    buckets drop part of its share meanwhile (docs/cpu-scheduler.md), hence its wider bound."""
+    vms = [VM(name="hog", vcpus=5, pool="Q", cpu={"shares": 2974}, workload=work(0.98)),
+           VM(name="one", pool="Q", cpu={"shares": 1024}, workload=work(0.38)),
+           VM(name="tiny", vcpus=5, pool="Q", cpu={"shares": 1, "limit": "3000MHz"}, workload=work(0.16)),
+           VM(name="w2", vcpus=2, cpu={"shares": 10000}, workload=work(0.5)),
+           VM(name="w5", vcpus=5, cpu={"shares": "low"}, workload=CpuBound(duty=0.15, burst="10ms", arrivals="open")),
+           VM(name="light", vcpus=6, pool="P", cpu={"shares": 1473}, workload=work(0.88)),
+           VM(name="mid", vcpus=4, pool="P", cpu={"shares": "low"}, workload=work(0.16, "exponential")),
+           VM(name="heavy", vcpus=6, pool="P", cpu={"shares": 6770}, workload=work(0.26, "exponential"))]
+    m = steady(run(7, vms, [ResourcePool(name="P", cpu={"shares": "low", "limit": "800MHz"}),
+                            ResourcePool(name="Q", cpu={"shares": 76})]))
+    assert m.loc["light", "%USED"] == pytest.approx(5.75, abs=0.5)
+    assert m.loc["mid", "%USED"] == pytest.approx(7.81, abs=0.5)
+    assert m.loc["heavy", "%USED"] == pytest.approx(26.44, abs=1.5)
+
+
 # --------------------------------------------------------------------------------------------
 # Admission control
 # --------------------------------------------------------------------------------------------

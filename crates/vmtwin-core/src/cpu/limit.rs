@@ -24,7 +24,10 @@
 //! are leaving its tokens unused, and a full bucket would drop them. A child its share holds
 //! back then runs on (the pool's bucket still binds it, and so does its own limit: while the
 //! share is the tighter of the two, the VM's own limit is kept in a bucket apart, which never
-//! yields), so a pool whose children want more than its limit delivers the limit. Without this
+//! yields), so a pool whose children want more than its limit delivers the limit. Unless a
+//! sibling has a vCPU queued READY with its own share still to spend (`sibling_waits`): that
+//! one is not leaving the tokens unused but waiting for a pCPU, and a yield would hand its
+//! share to the child that is first in the queues. Without this
 //! a child read as entitled to more than it uses (its demand estimate counts its READY time)
 //! kept the rest of the limit from its backlogged siblings: a fixed pool at a 189-point limit
 //! delivered 182. While the split binds, a released child does not preempt another child of the

@@ -3483,8 +3483,9 @@ impl CpuSched {
     }
 
     /// VM `vm`'s own bucket is exhausted: if what it enforces is the VM's share of a pool limit
-    /// (not its own limit) and no pool bucket above it is scarce, fill it to its resume level
-    /// and say so.
+    /// (not its own limit), no pool bucket above it is scarce and no other VM below those pools
+    /// waits to spend their tokens within its own share (`sibling_waits`), fill it to its
+    /// resume level and say so.
     #[cold]
     fn share_yields(&mut self, vm: usize, now: Time) -> bool {
         let own = &mut self.limiters[vm];
@@ -3507,9 +3508,42 @@ impl CpuSched {
                 }
             }
         }
+        if self.sibling_waits(vm, now) {
+            return false;
+        }
         let b = self.limiters[vm].bucket.as_mut().expect("exhausted, so it has a bucket");
         b.tokens = b.resume;
         true
+    }
+
+    /// Another VM below a pool limit above VM `vm` (awake) has a vCPU queued READY, and its own
+    /// bucket, if it has one (its share of the pool, or its own limit), is not exhausted: it
+    /// waits for a pCPU to spend the pool's tokens within its share. A share yields only what
+    /// its siblings leave unused (a full pool bucket would drop it, `limit.rs`), and a sibling
+    /// waiting READY with its share to spend is not leaving it: it is behind in the queues.
+    /// Yielding to `vm` then hands it the sibling's share. Seen in the max-min test's draws
+    /// (docs/cpu-scheduler.md): a pool limited to 1,025 MHz split 147 : 200 : 677 MHz by its
+    /// children's shares delivered 282 : 216 : 527, its 677-MHz child (6 vCPUs entitled to
+    /// 0.043 pCPU each, released owed half a sleeper's credit) queued READY behind other VMs'
+    /// vCPUs while the pool's bucket filled past its share split, and a 1-share sibling
+    /// released ahead of it in the queues (weight 0.168 against 0.771) yielded 11,000 times in
+    /// 40 s and ran twice its share. Cold: shares yielding only.
+    #[cold]
+    fn sibling_waits(&self, vm: usize, now: Time) -> bool {
+        for &p in &self.chains[vm][1..] {
+            let pool = &self.limiters[p as usize];
+            if pool.bucket.is_none() {
+                continue;
+            }
+            for &o in pool.vms.iter().filter(|&&o| o as usize != vm) {
+                let own = &self.limiters[o as usize];
+                let spends = !own.refill_pending && own.bucket.as_ref().is_none_or(|b| b.tokens_at(now) >= b.resume);
+                if spends && self.vcpus[self.vcpus_of(o)].iter().any(|w| w.state == VcpuState::Ready) {
+                    return true;
+                }
+            }
+        }
+        false
     }
 
     /// Park vCPU `v` (READY, or RUN and already stopped) in MLMTD until limiter `l`'s bucket
