@@ -10,7 +10,8 @@
 //! that clock and owing at most `max_debt_ns`, so waiting and idling bank no more than that
 //! and forgive no debt a runnable vCPU would keep; at each entitlement
 //! update weights change, every key is rescaled so that its lag in CPU time is kept, clamped to
-//! `max_lag_ns` of credit and `max_debt_ns` of debt, and rebased so the clock reads zero; the
+//! `max_lag_ns` of credit and `max_debt_ns` of debt (none for a backlogged vCPU of a held-back
+//! VM, below), and rebased so the clock reads zero; the
 //! debtors ahead of one the debt bound clamps are forgiven as much virtual time, so that the
 //! bound does not reorder debtors drifting at one pace (`even_debts`).
 //!
@@ -96,6 +97,18 @@
 //! vCPU that never halted: guarded whatever it does, a VM at duty 0.84 reserving a whole pCPU
 //! stopped yielding to a limited pool's VM, which then waited READY while its pool's bucket
 //! filled and its sibling ran past its share (`limit.rs`).
+//!
+//! A vCPU of a VM held back by the others that never halted over the last entitlement interval
+//! keeps its whole debt at the update (`debt_bound`; where the water-fill sees all the
+//! contention: no cells, no NUMA confinement). The bound is there for a vCPU over-served where
+//! fairness cannot reach, which would otherwise wait all of it out once that ends; a backlogged
+//! vCPU held back at its share contends throughout, so it repays its debt at the pace the clock
+//! sets, yielding only to vCPUs behind it. Its lag is not its over-service: a lone such vCPU
+//! beside VMs that halt can sit a steady way ahead of the clock (kept, one in a drawn pooled
+//! scenario settled at 700 ms and ran its entitlement), and clamped to the bound at every update
+//! it was forgiven 55 ms a second, which it ran out of a satisfied neighbour (+0.95 points of a
+//! pCPU; docs/cpu-scheduler.md). Once it halts, its wake (`place_key`) bounds its debt as every
+//! waker's.
 //!
 //! A VM held back at its reservation (max-min gives it the reservation because its share at the
 //! water level is less: `VcpuShare::at_floor`) weighs its reservation, so between updates it
@@ -857,6 +870,9 @@ pub struct CpuSched {
     /// per vCPU of a VM held at its floor: its lag (CPU ns) and run time (ns) at the last
     /// entitlement update, where its reservation's balance starts (`set_weights`)
     floor_marks: Vec<(f64, u64)>,
+    /// per vCPU, the most debt (CPU ns) the update in progress leaves it (`set_weights`):
+    /// `max_debt_ns`, or none for a backlogged vCPU of a held-back VM
+    debt_bound: Vec<f64>,
     /// when `set_weights` last ran
     weights_at: Time,
     /// per VM, `update_demand`'s sums over its vCPUs
@@ -1063,6 +1079,7 @@ impl CpuSched {
             lend_width: 0,
             floor_shift: vec![0.0; vcpus_per_vm.len()],
             floor_marks: vec![(0.0, 0); n_vcpus],
+            debt_bound: vec![params.max_debt_ns as f64; n_vcpus],
             weights_at: 0,
             served: vec![Served::default(); vcpus_per_vm.len()],
             backlogged: vec![false; vcpus_per_vm.len()],
@@ -4139,13 +4156,19 @@ impl CpuSched {
         }
         // every lag in CPU time against the old clock (a floor-held VM's its balance's), then
         // the debts past `max_debt` forgiven evenly in virtual time (`even_debts`)
+        // A vCPU of a VM held back now that never halted over the interval keeps its whole
+        // debt (the module's header), where the water-fill sees all the contention
+        let whole_host = !self.cells.on && !self.params.numa_confine;
         let mut over = false;
-        for (vc, lag) in self.vcpus.iter().zip(new_keys.iter_mut()) {
+        for ((vc, lag), bound) in self.vcpus.iter().zip(new_keys.iter_mut()).zip(self.debt_bound.iter_mut()) {
             *lag = (clock - vc.key) * vc.weight;
             if was_any && self.at_floor[vc.vm as usize].0 && vc.state != VcpuState::Off {
                 *lag += self.floor_shift[vc.vm as usize];
             }
-            over |= (*lag < -max_debt) & (vc.state != VcpuState::Off);
+            // (`busy` is on the record's last line: read only for a held-back VM's vCPU)
+            let keeps = whole_host && per_vm[vc.vm as usize].held && vc.busy;
+            *bound = if keeps { f64::INFINITY } else { max_debt };
+            over |= (*lag < -*bound) & (vc.state != VcpuState::Off);
         }
         if over {
             self.even_debts(per_vm, new_keys);
@@ -4182,7 +4205,7 @@ impl CpuSched {
             let shield = pick_f(self.spent[vc.vm as usize], FULL_PCPU, sh.alloc);
             // (no weaker than its guard, which its reservation may set above its entitlement)
             vc.shield = pick_f(self.short[vc.vm as usize], max_f(shield, vc.guard), vc.guard);
-            let lag = lag.clamp(-max_debt, max_lag);
+            let lag = lag.clamp(-self.debt_bound[v], max_lag);
             // one held there from now (powered on: its vCPUs are not off) starts a balance
             if sh.at_floor {
                 any_at_floor = true;
@@ -4262,15 +4285,17 @@ impl CpuSched {
     /// (`x - max_debt / w`), then each is held at or below the next one up.
     #[inline(never)]
     fn even_debts(&mut self, per_vm: &[VcpuShare], lags: &mut [f64]) {
-        let max_debt = self.params.max_debt_ns as f64;
+        // each vCPU's own bound, `max_debt_ns` or none (`set_weights`)
+        let bounds = &self.debt_bound;
         let weight = |vc: &Vcpu| per_vm[vc.vm as usize].weight.max(MIN_WEIGHT);
         // no debtor below the lowest bound of one that overran it is moved
         let low = self
             .vcpus
             .iter()
             .zip(lags.iter())
-            .filter(|(vc, &lag)| lag < -max_debt && vc.state != VcpuState::Off)
-            .map(|(vc, _)| max_debt / weight(vc))
+            .zip(bounds)
+            .filter(|((vc, &lag), &b)| lag < -b && vc.state != VcpuState::Off)
+            .map(|((vc, _), &b)| b / weight(vc))
             .fold(f64::INFINITY, min_f);
         let order = &mut self.debt_order;
         order.clear();
@@ -4286,7 +4311,7 @@ impl CpuSched {
         // lower still)
         let mut forgiven = 0.0f64;
         for e in order.iter_mut() {
-            let over = e.0 - max_debt / weight(&self.vcpus[e.1 as usize]);
+            let over = e.0 - bounds[e.1 as usize] / weight(&self.vcpus[e.1 as usize]);
             let own = over >= forgiven && over > 0.0;
             forgiven = max_f(forgiven, over);
             e.0 = pick_f(own, f64::NAN, e.0 - forgiven);
@@ -4295,8 +4320,8 @@ impl CpuSched {
         for e in order.iter_mut().rev() {
             let v = e.1 as usize;
             let w = weight(&self.vcpus[v]);
-            if e.0.is_nan() && max_debt / w <= next {
-                next = max_debt / w;
+            if e.0.is_nan() && bounds[v] / w <= next {
+                next = bounds[v] / w;
                 continue;
             }
             let x = if e.0.is_nan() { next } else { min_f(e.0, next) };
@@ -4593,6 +4618,32 @@ mod tests {
         s.set_weights(0, &per_vm, &mut Vec::new());
         for (v, want) in [1.2e9, 1.3e9, 1.2e9, 50e6].into_iter().enumerate() {
             assert!((s.vcpus[v].key - want).abs() < 1.0, "vCPU {v}: key {} for {want}", s.vcpus[v].key);
+        }
+    }
+
+    /// `set_weights`: a vCPU of a held-back VM that never halted over the interval keeps its
+    /// whole debt (500 ms of CPU); one of a held-back VM that halted, and a busy one of a VM not
+    /// held back, are brought to `max_debt_ns` (300 ms) as before.
+    #[test]
+    fn a_backlogged_vcpu_of_a_held_back_vm_keeps_its_debt() {
+        let host = HostSpec { name: "h".into(), sockets: 1, numa_nodes_per_socket: 1, llcs_per_node: 1,
+            cores_per_llc: 4, threads_per_core: 1, core_mhz: 2000, memory_bytes: 1 << 34 };
+        let mut s = CpuSched::new(&Topology::new(&host).unwrap(), CpuSchedParams::default(), &[1, 1, 1]);
+        // (the two it clamps weigh less: further ahead in virtual time, so the even rule,
+        // which keeps debtors' order, does not touch the one kept)
+        let weights = [0.25, 0.0125, 0.0125];
+        let held = [true, true, false];
+        let per_vm: Vec<VcpuShare> =
+            weights.iter().zip(held).map(|(&w, held)| VcpuShare { weight: w, alloc: w, held, ..VcpuShare::default() }).collect();
+        // halted (the clock, with none runnable, reads 0), each owing 500 ms of CPU
+        for (v, busy) in [true, false, true].into_iter().enumerate() {
+            let vc = &mut s.vcpus[v];
+            (vc.state, vc.weight, vc.inv_weight, vc.key, vc.busy) = (VcpuState::Idle, weights[v], 1.0 / weights[v], 500e6 / weights[v], busy);
+        }
+        s.set_weights(0, &per_vm, &mut Vec::new());
+        for (v, want) in [500.0, 300.0, 300.0].into_iter().enumerate() {
+            let debt = s.vcpus[v].key * s.vcpus[v].weight / 1e6;
+            assert!((debt - want).abs() < 1e-6, "vCPU {v}: owes {debt} ms for {want}");
         }
     }
 
