@@ -86,7 +86,12 @@ pub struct CpuSchedParams {
     /// 3-vCPU 100-share VM 4.79 points of a pCPU for max-min's 6.12 before). The clock does not
     /// need the bound (a vCPU moves it by the CPU time it runs, whatever its key); what does is
     /// a vCPU over-served for reasons fairness cannot reach (alone in its cell or node), which
-    /// would otherwise wait out all of it once that ends. Default 300 ms = 3 x `max_lag_ns`: chosen on the max-min census
+    /// would otherwise wait out all of it once that ends. So at an update a vCPU of a VM held
+    /// back by the others that never halted over the interval keeps its whole debt (without
+    /// cells or NUMA confinement): it contends throughout and repays at the clock's pace, and
+    /// clamped at every update a lone such vCPU, sitting a steady 700 ms ahead, was forgiven 55
+    /// ms a second that it ran out of a neighbour (docs/cpu-scheduler.md, session 40); its wake
+    /// still bounds it. Default 300 ms = 3 x `max_lag_ns`: chosen on the max-min census
     /// (scripts/maxmin_census.py, 400 pooled scenarios: 388 on their allocation with 100 ms, 396
     /// with 300 ms, 395 with 1 s), research/cpu.md C3 leaving the window open.
     pub max_debt_ns: Time,
