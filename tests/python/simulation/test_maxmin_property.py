@@ -72,7 +72,7 @@ from vmtwin.scenario.loading import load_scenario
 KNOWN_GAPS = pytest.mark.xfail(
     strict=False,
     reason="issue 5 (docs/cpu-scheduler.md, census and open misses): one run in seven to twenty (sessions 38-40: 5-15% of 40 runs each) draws a VM off "
-           "max-min, mostly by 0.5-2.6 points of a pCPU (pooled 39916800's by 5.8), of the kinds kept in data/maxmin_open (a never-halting vCPU's "
+           "max-min, mostly by 0.5-2.6 points of a pCPU (pooled 0p's by 6.6), of the kinds kept in data/maxmin_open (a never-halting vCPU's "
            "demand estimate, max_debt met first by a lone debtor, start-up backlogs drained at a held-back VM's thin margin, small "
            "over-allocations near critical load)")
 
