@@ -254,6 +254,12 @@ impl TokenBucket {
         self.tokens < self.resume
     }
 
+    /// [`Self::exhausted`] as the bucket would read at `now`, without accruing.
+    #[inline]
+    pub fn exhausted_at(&self, now: Time) -> bool {
+        self.tokens_at(now) < self.resume
+    }
+
     /// Wall time until the bucket holds `resume` tokens again (at least 1 ns).
     pub fn time_to_resume(&self) -> Time {
         if self.rate <= 0.0 {

@@ -3554,7 +3554,7 @@ impl CpuSched {
             }
             for &o in pool.vms.iter().filter(|&&o| o as usize != vm) {
                 let own = &self.limiters[o as usize];
-                let spends = !own.refill_pending && own.bucket.as_ref().is_none_or(|b| b.tokens_at(now) >= b.resume);
+                let spends = !own.refill_pending && own.bucket.as_ref().is_none_or(|b| !b.exhausted_at(now));
                 if spends && self.vcpus[self.vcpus_of(o)].iter().any(|w| w.state == VcpuState::Ready) {
                     return true;
                 }
@@ -4275,14 +4275,14 @@ impl CpuSched {
         self.queues.rekey(|v| new_keys[v as usize]);
     }
 
-    /// Forgive the debts past `max_debt_ns` (`lags[v]`, CPU ns, negative for a debt) evenly in
-    /// virtual time, at the new weights. A vCPU owing more than `max_debt` is brought back to
-    /// it, as the plain clamp does; every debtor further ahead in virtual time is forgiven as
+    /// Forgive the debts past each vCPU's bound (`debt_bound`: `max_debt_ns`, or none) (`lags[v]`,
+    /// CPU ns, negative for a debt) evenly in virtual time, at the new weights. A vCPU owing more
+    /// than its bound is brought back to it, as the plain clamp does; every debtor further ahead in virtual time is forgiven as
     /// much virtual time (in CPU time, in proportion to its weight), and one between the bound
     /// and where the clamped vCPU stood is brought to the bound: no debtor's order is changed
     /// and no gap between two debtors widens. The least forgiveness that does so: sorted by
     /// virtual debt `x`, each is forgiven the most any vCPU at or below it overran its bound
-    /// (`x - max_debt / w`), then each is held at or below the next one up.
+    /// (`x - bound / w`), then each is held at or below the next one up.
     #[inline(never)]
     fn even_debts(&mut self, per_vm: &[VcpuShare], lags: &mut [f64]) {
         // each vCPU's own bound, `max_debt_ns` or none (`set_weights`)
