@@ -129,6 +129,10 @@ class CpuScheduler(_Model):
     max_debt: Optional[Nanos] = Field(
         None, description="Most CPU time a vCPU may owe the fair clock, e.g. '300ms'."
     )
+    max_backlog_debt: Optional[Nanos] = Field(
+        None, description="Most CPU time a backlogged vCPU of a held-back VM may owe the fair clock at an entitlement "
+        "update (less than max_debt reads as max_debt), e.g. '3s'."
+    )
     demand_ewma_weight: Optional[Annotated[float, Strict(), Field(gt=0.0, le=1.0)]] = Field(
         None, description="Weight of the newest sample in the demand EWMA, in (0, 1]."
     )

@@ -38,9 +38,13 @@
 //!   "idle banks no credit" is for here: a vCPU that slept for minutes is owed no more than
 //!   one that slept for a burst, so it cannot monopolise a pCPU on waking.
 //! - Lag is bounded for every vCPU, runnable or not: the scheduler clamps every lag to
-//!   `max_lag_ns` of credit and `max_debt_ns` of debt at each entitlement update, when weights
+//!   `max_lag_ns` of credit and `max_debt_ns` of debt (`max_backlog_debt_ns` for a backlogged
+//!   vCPU of a held-back VM, `sched.rs`) at each entitlement update, when weights
 //!   change (keys are rescaled so that a vCPU keeps its lag in CPU time across a weight change,
-//!   and rebased so that `V = 0`, which keeps keys small and their float resolution fine). Debt
+//!   and rebased so that `V = 0`, which keeps keys small and their float resolution fine; where
+//!   a clamp binds, the lags no longer sum to zero and `V` is the mean of the clamped keys, so
+//!   against it a clamped lag sits past its bound by its weight's part of what the clamps took
+//!   off: owed 20.1 ms for a 20 ms bound in `tests/fair_clock_lag.rs`). Debt
 //!   is bounded more loosely than credit: credit is time a vCPU did not get, and too much of it
 //!   would let a long-starved vCPU monopolise a pCPU (C3); debt is time a runnable vCPU took
 //!   beyond its share while others waited, and each update that forgave it would hand that
@@ -58,8 +62,8 @@
 //! drift in the sums is removed when the scheduler rebuilds them at each entitlement update.
 //!
 //! # Tunables
-//! `max_lag_ns` (100 ms, research/cpu.md C3) and `max_debt_ns` (300 ms) in
-//! [`super::CpuSchedParams`].
+//! `max_lag_ns` (100 ms, research/cpu.md C3), `max_debt_ns` (300 ms) and `max_backlog_debt_ns`
+//! (3 s) in [`super::CpuSchedParams`].
 //!
 //! # Counters
 //! None.
