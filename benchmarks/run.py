@@ -18,6 +18,9 @@ Before each timed benchmark the machine's speed is timed too (``examples/heap_ya
 + push on an 80-entry binary heap), and the cost per event is also given in those units: the
 machine drifts by several percent between hours, so a recording made in a slow state can be told
 from a slower engine (``--no-yardstick`` skips it; without cargo it is skipped with a note).
+Each record also names the processor (``cpu``: vendor, family and model as /proc/cpuinfo gives
+them): the project's virtual machine has run on an AMD EPYC (family 26) and on an Intel Xeon
+(family 6), which run the engine at different speeds relative to the yardstick (README, per41).
 
 Each benchmark prints MEETS or MISS against its targets (REPORTED when it has none) and appends
 one line to ``results.jsonl`` (unless ``--no-record``). Benchmarks are never run by the test
@@ -299,6 +302,20 @@ def judge_build(b: Build, r: dict) -> tuple[Optional[bool], str]:
     return ok, line
 
 
+def _cpu() -> str:
+    """The processor, as /proc/cpuinfo names it ("GenuineIntel 6/167 Intel(R) Xeon(R) Processor"), or
+    ``platform.processor()`` where there is no /proc/cpuinfo. Family and model are kept because a
+    hypervisor may give a generic model name."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return platform.processor()
+    first = text.split("\n\n", 1)[0]
+    fields = dict(line.split(":", 1) for line in first.splitlines() if ":" in line)
+    fields = {k.strip(): v.strip() for k, v in fields.items()}
+    return f"{fields.get('vendor_id', '?')} {fields.get('cpu family', '?')}/{fields.get('model', '?')} {fields.get('model name', '?')}"
+
+
 def _commit() -> str:
     """HEAD's short hash, with '+dirty' when the engine or Python sources have uncommitted changes."""
     def git(*args: str) -> str:
@@ -335,7 +352,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         for name, r, line in measure_instructions():
             print(f"{name}: {line}", flush=True)
             if not args.no_record:
-                record = {"benchmark": name, "commit": commit, "machine": platform.machine(),
+                record = {"benchmark": name, "commit": commit, "machine": platform.machine(), "cpu": _cpu(),
                           **{k: round(v, 4) if isinstance(v, float) else v for k, v in r.items()}}
                 with open(args.results, "a") as f:
                     f.write(json.dumps(record) + "\n")
@@ -374,7 +391,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"{name}: {line} -> {_verdict(ok)}", flush=True)
         if not args.no_record:
             record = {"benchmark": name, "commit": commit, "vmtwin": __version__, "machine": platform.machine(),
-                      "python": platform.python_version(), "repeat": args.repeat,
+                      "cpu": _cpu(), "python": platform.python_version(), "repeat": args.repeat,
                       **{k: round(v, 4) if isinstance(v, float) else v for k, v in r.items()},
                       "meets_target": ok}
             with open(args.results, "a") as f:
