@@ -11,7 +11,8 @@
 //! and forgive no debt a runnable vCPU would keep; at each entitlement
 //! update weights change, every key is rescaled so that its lag in CPU time is kept, clamped to
 //! `max_lag_ns` of credit and `max_debt_ns` of debt (`max_backlog_debt_ns` for a backlogged
-//! vCPU of a held-back VM, below), and rebased so the clock reads zero; the
+//! vCPU of a held-back VM, below), and rebased so the clock reads zero (near it where a clamp
+//! binds: `clock.rs`); the
 //! debtors ahead of one the debt bound clamps are forgiven as much virtual time, so that the
 //! bound does not reorder debtors drifting at one pace (`even_debts`).
 //!
@@ -99,8 +100,8 @@
 //! filled and its sibling ran past its share (`limit.rs`).
 //!
 //! A vCPU of a VM held back by the others that never halted over the last entitlement interval
-//! keeps its whole debt at the update, up to a guard, `max_backlog_debt_ns` (`debt_bound`; where the water-fill sees all the
-//! contention: no cells, no NUMA confinement). The bound is there for a vCPU over-served where
+//! keeps its whole debt at the update, up to a guard, `max_backlog_debt_ns` (`debt_bound`; where
+//! the water-fill sees all the contention: no cells, no NUMA confinement). The bound is there for a vCPU over-served where
 //! fairness cannot reach, which would otherwise wait all of it out once that ends; a backlogged
 //! vCPU held back at its share contends throughout, so it repays its debt at the pace the clock
 //! sets, yielding only to vCPUs behind it. Its lag is not its over-service: a lone such vCPU
