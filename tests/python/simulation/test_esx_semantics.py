@@ -231,6 +231,32 @@ def test_pool_limit_split_holds_while_a_sibling_waits_ready():
     assert m.loc["heavy", "%USED"] == pytest.approx(26.44, abs=1.5)
 
 
+def test_limited_pool_under_contention_gets_its_share_not_its_limit():
+    """8 pCPUs = 16,000 MHz, saturated. At the root, pool P (202 shares, expandable, limited to
+    500 MHz) is beside capped (6 vCPUs, normal shares, limited to 4,614 MHz, wanting 6,720) and
+    busy (6 vCPUs at duty 0.98, 6,048 shares). capped gets its limit, 4,614; the other 11,386
+    MHz split 202 : 6,048, so P gets 368 MHz, under its limit, and busy 11,018 (550.9 %USED).
+    Inside P, one (1 vCPU at duty 0.41, 4,655 shares) and five (5 vCPUs at 0.99, low = 2,500)
+    split the 368: 239.4 and 128.6 MHz = 11.97 and 6.43 %USED. P's limit does not bind: it
+    gets its share at the root, not its 500 MHz. capped runs its turns in bursts and leaves gaps
+    between them that busy, all six of its vCPUs running, cannot use; before a vCPU that has had
+    its entitlement counted as not owed such a gap whatever else queued READY had had too
+    (`cpu/sched.rs`, `gap_unowed`), one and five, each queued while the other ran, took them
+    in turn, P ran its whole limit (one 18.51 %USED) and busy got 544.33."""
+    vms = [VM(name="one", pool="P", cpu={"shares": 4655},
+              workload=CpuBound(duty=0.41, burst="2ms", burst_distribution="fixed", arrivals="open")),
+           VM(name="five", vcpus=5, pool="P", cpu={"shares": "low"},
+              workload=CpuBound(duty=0.99, burst="10ms", burst_distribution="exponential", arrivals="open")),
+           VM(name="capped", vcpus=6, cpu={"limit": "4614MHz"}, workload=work(0.56, "exponential")),
+           VM(name="busy", vcpus=6, cpu={"shares": 6048}, workload=work(0.98))]
+    m = steady(run(8, vms, [ResourcePool(name="P", cpu={"shares": 202, "limit": "500MHz",
+                                                        "expandable_reservation": True})]))
+    assert m.loc["one", "%USED"] == pytest.approx(11.97, abs=0.6)
+    assert m.loc["five", "%USED"] == pytest.approx(6.43, abs=0.5)
+    assert m.loc["one", "%USED"] + m.loc["five", "%USED"] < 20
+    assert m.loc["busy", "%USED"] == pytest.approx(550.9, abs=3)
+
+
 # --------------------------------------------------------------------------------------------
 # Admission control
 # --------------------------------------------------------------------------------------------

@@ -236,6 +236,13 @@ impl QueueSet {
         true
     }
 
+    /// True if `f` holds for every queued vCPU (stopping at the first for which it does not),
+    /// queue by queue.
+    #[inline]
+    pub fn all(&self, mut f: impl FnMut(u32) -> bool) -> bool {
+        self.queues.iter().all(|q| q.sorted.iter().all(|&e| f(id_of(e))))
+    }
+
     /// The queue holding the lowest `(key, seq)` on the host, with that key.
     #[inline]
     pub fn best(&self) -> Option<(u32, f64)> {

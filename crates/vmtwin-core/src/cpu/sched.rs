@@ -145,9 +145,9 @@
 //! A vCPU a limit holds back waits in MLMTD; it may still run into a little debt on a pCPU that
 //! would otherwise idle (`borrower`), so limited VMs whose refills fall at the same time do not
 //! leave CPU idle that others could use; and, if its VM is at its own limit, in place of a vCPU
-//! whose VM is held back below it, with no other VM's vCPU queued, once that vCPU has run its
-//! entitlement since the last update less one such loan (`gap_unowed`): it would take that gap
-//! only as spare capacity beyond its entitlement.
+//! whose VM is held back below it, once that vCPU has run its entitlement since the last update
+//! less one such loan, with no vCPU queued but its siblings and others that have had theirs so
+//! (`gap_unowed`): it would take that gap only as spare capacity beyond its entitlement.
 //!
 //! Why the quantum is scaled by the weight: a backlogged vCPU runs its whole slice once picked,
 //! so a whole 50 ms quantum at a weight of 0.04 pCPU put it 1.25 s of virtual time ahead, and
@@ -862,11 +862,14 @@ pub struct CpuSched {
     at_floor: Vec<(bool, f64)>,
     /// some VM's `at_floor` flag is set
     any_at_floor: bool,
-    /// the most vCPUs of a VM held back at an entitlement per vCPU below that of a vCPU at its
-    /// VM's limit, as of the last entitlement update, or 0 if there is none: only while fewer
-    /// vCPUs than that are queued can a popped or stopped vCPU take a gap it is not owed, and
-    /// only then does a dispatch look for a loan before its pick (`gap_unowed`)
+    /// the vCPUs of the VMs held back at an entitlement per vCPU below that of a vCPU at its
+    /// VM's limit (`lendee`), as of the last entitlement update, or 0 if there is none: only
+    /// while fewer vCPUs than that are queued can a popped or stopped vCPU take a gap it is not
+    /// owed, and only then does a dispatch look for a loan before its pick (`gap_unowed`)
     lend_width: usize,
+    /// per VM: held back at an entitlement per vCPU below that of a vCPU at its VM's limit, as
+    /// of the last entitlement update (a VM that may leave such a vCPU a gap, `gap_unowed`)
+    lendee: Vec<bool>,
     /// per VM held at its floor since the last update: what `set_weights` adds to each of its
     /// vCPUs' lags to bring their sum to the reservation's balance (`floor_balances`)
     floor_shift: Vec<f64>,
@@ -1080,6 +1083,7 @@ impl CpuSched {
             at_floor: vec![(false, 0.0); vcpus_per_vm.len()],
             any_at_floor: false,
             lend_width: 0,
+            lendee: vec![false; vcpus_per_vm.len()],
             floor_shift: vec![0.0; vcpus_per_vm.len()],
             floor_marks: vec![(0.0, 0); n_vcpus],
             debt_bound: vec![params.max_debt_ns as f64; n_vcpus],
@@ -2424,25 +2428,57 @@ impl CpuSched {
     }
 
     /// True if vCPU `v` (just popped, or just stopped with work left) would take a gap it is
-    /// not owed, while some vCPU is held by a limit: no other VM's vCPU waits READY, `v`'s VM is
-    /// held back, and `v` has run, since the last entitlement update, more than its entitlement
-    /// over that time less one loan (`limit_borrow_ns`, what the scheduler lends at a time). A
-    /// vCPU entitled to less than one loan an interval never is owed a gap.
+    /// not owed, while some vCPU is held by a limit: `v`'s VM is held back, `v` has run, since
+    /// the last entitlement update, more than its entitlement over that time less one loan
+    /// (`limit_borrow_ns`, what the scheduler lends at a time), and every vCPU queued is its
+    /// sibling or is not owed the gap either: a vCPU of a VM held back below the lender
+    /// (`lendee`) that has run its entitlement so (`past_entitlement`). A vCPU entitled to less
+    /// than one loan an interval never is owed a gap.
+    ///
+    /// Not only its siblings: a queued vCPU that has had its entitlement is not one the gap
+    /// would otherwise serve, and counting it as such handed the gaps to two over-served VMs in
+    /// turn. Seen in the max-min test's draws (docs/cpu-scheduler.md, pooled 0p): a pool
+    /// limited to 650 MHz, entitled to 478 at the root, over a 1-vCPU VM and a 5-vCPU VM, each
+    /// queued while the other ran, filled the gaps a 6-vCPU VM at its own limit left between
+    /// its turns, beside a busy 6-vCPU VM that could not use them, and ran its whole limit.
     #[inline]
     fn gap_unowed(&self, v: u32, now: Time) -> bool {
         let vc = &self.vcpus[v as usize];
-        let mine = self.vcpus_of(vc.vm);
-        // (the cheap tests first: another VM's vCPU queued, at most its siblings are)
-        if self.held_count == 0 || !self.held_back[vc.vm as usize] || self.queues.len() >= mine.len() {
+        // (the cheap tests first: more vCPUs queued than the VMs that may leave a gap have)
+        if self.held_count == 0 || !self.held_back[vc.vm as usize] || self.queues.len() >= self.lend_width || !self.past_entitlement(vc, now) {
             return false;
         }
-        let ran = ns_f(vc.ran_by(now) - vc.ran_mark);
-        if ran + self.bucket_rules.borrow <= vc.alloc * ns_f(now - vc.demand_since) {
-            return false;
+        self.queued_unowed(vc.vm, now)
+    }
+
+    /// `vc`, of a VM held back, has run since the last entitlement update more than its
+    /// entitlement over that time less one loan: it is not owed a gap (`gap_unowed`).
+    #[inline]
+    fn past_entitlement(&self, vc: &Vcpu, now: Time) -> bool {
+        ns_f(vc.ran_by(now) - vc.ran_mark) + self.bucket_rules.borrow > vc.alloc * ns_f(now - vc.demand_since)
+    }
+
+    /// Every queued vCPU is of VM `vm`, or of another VM that may leave a gap (`lendee`) and
+    /// past its entitlement (`past_entitlement`): none is owed a gap (`gap_unowed`). Stops at
+    /// the first that is.
+    #[inline]
+    fn queued_unowed(&self, vm: u32, now: Time) -> bool {
+        let unowed = |w: u32| {
+            let wc = &self.vcpus[w as usize];
+            wc.vm == vm || (self.lendee[wc.vm as usize] && self.past_entitlement(wc, now))
+        };
+        // the host's first in the queues first: the lowest key, the likeliest to be owed
+        match self.queues.best() {
+            None => true,
+            Some((qp, _)) => unowed(self.queues.head(qp).expect("a best queue has a head")) && self.queued_unowed_all(&unowed),
         }
-        let ready = self.vcpus[mine].iter().filter(|w| w.state == VcpuState::Ready).count();
-        // `v` itself is READY if just popped (no longer queued), RUN if just stopped
-        self.queues.len() + usize::from(vc.state == VcpuState::Ready) <= ready
+    }
+
+    /// [`Self::queued_unowed`]'s walk of every queue.
+    #[cold]
+    #[inline(never)]
+    fn queued_unowed_all(&self, unowed: &impl Fn(u32) -> bool) -> bool {
+        self.queues.all(unowed)
     }
 
     /// Start on `p` a held vCPU entitled to more than `over` (pCPUs per vCPU) that may borrow
@@ -2479,8 +2515,9 @@ impl CpuSched {
     /// Nor does such a gap go to a vCPU that is not owed it where a held vCPU at its VM's limit
     /// and entitled to more may borrow (`lend_before` at a pick, `lend_after` at a slice end;
     /// `over` is then that vCPU's entitlement): one whose VM is held back, that has run its
-    /// entitlement since the last update less one loan, and that no other VM's vCPU waits
-    /// behind (`gap_unowed`). What it would fill is spare capacity beyond its entitlement, and
+    /// entitlement since the last update less one loan, and that no vCPU owed the gap waits
+    /// behind (`gap_unowed`: its siblings, and other held-back VMs' vCPUs that have had their
+    /// entitlement so, are not). What it would fill is spare capacity beyond its entitlement, and
     /// spare capacity goes by entitlement: to the limited VM, which the fluid reference runs at
     /// its limit's rate with no gaps at all. A VM that is not held back (it gets all it wants,
     /// however little) keeps its gaps, and so does one behind its entitlement by a loan. Seen in
@@ -4233,7 +4270,10 @@ impl CpuSched {
         // floor ran far beyond it while the others started up
         let measured = any_at_floor && self.vcpus.iter().all(|vc| vc.demand_measured || vc.state == VcpuState::Off);
         self.any_at_floor = measured;
-        self.lend_width = per_vm.iter().zip(&self.gangs).filter(|(sh, _)| sh.held && sh.alloc < lender).map(|(_, g)| g.n as usize).max().unwrap_or(0);
+        for (l, sh) in self.lendee.iter_mut().zip(per_vm) {
+            *l = sh.held && sh.alloc < lender;
+        }
+        self.lend_width = self.lendee.iter().zip(&self.gangs).filter(|(&l, _)| l).map(|(_, g)| g.n as usize).sum();
         if was_any || any_at_floor {
             for (f, sh) in self.at_floor.iter_mut().zip(per_vm) {
                 *f = (sh.at_floor && measured, sh.share);
