@@ -4173,20 +4173,9 @@ impl CpuSched {
         // running a vCPU entitled to less), and on a host where every VM is held back at one
         // water level that is every vCPU, so the preemption path skips `pass_on`'s scan
         // The same walk takes the heaviest powered-on vCPU's weight, so that the main pass can
-        // set each slice (which scales by it) without a walk of its own over every record.
+        // set each slice (which scales by it) without a walk of its own over every record. That
+        // walk is the lag walk below: a walk of its own cost 12 instructions a vCPU an update
         let (mut least, mut heaviest) = (f64::INFINITY, MIN_WEIGHT);
-        for vc in self.vcpus.iter().filter(|vc| vc.state != VcpuState::Off) {
-            let sh = &per_vm[vc.vm as usize];
-            least = min_f(least, sh.alloc);
-            heaviest = heaviest.max(sh.weight.max(MIN_WEIGHT));
-        }
-        // ns of slice per pCPU of weight: the quantum over the heaviest vCPU's weight (at most
-        // a pCPU), so that every slice spans the same virtual time
-        let per_weight = self.params.quantum_ns as f64 / heaviest.min(1.0);
-        // each slice is the quantum scaled by the weight (why: the module's header). A
-        // co-scheduled vCPU keeps the whole quantum: its VM runs in gangs, and shorter slices
-        // broke them up (relaxed-3x: a 3-vCPU VM got 0.81 of its 1.26 pCPU)
-        let q_ns = self.params.quantum_ns;
         new_keys.clear();
         new_keys.resize(self.vcpus.len(), 0.0);
         let span = ns_f(now - self.weights_at);
@@ -4202,15 +4191,28 @@ impl CpuSched {
         let whole_host = !self.cells.on && !self.params.numa_confine;
         let mut over = false;
         for ((vc, lag), bound) in self.vcpus.iter().zip(new_keys.iter_mut()).zip(self.debt_bound.iter_mut()) {
+            let sh = &per_vm[vc.vm as usize];
+            let on = vc.state != VcpuState::Off;
+            if on {
+                least = min_f(least, sh.alloc);
+                heaviest = heaviest.max(sh.weight.max(MIN_WEIGHT));
+            }
             *lag = (clock - vc.key) * vc.weight;
-            if was_any && self.at_floor[vc.vm as usize].0 && vc.state != VcpuState::Off {
+            if was_any && self.at_floor[vc.vm as usize].0 && on {
                 *lag += self.floor_shift[vc.vm as usize];
             }
             // (`busy` is on the record's last line: read only for a held-back VM's vCPU)
-            let keeps = whole_host && per_vm[vc.vm as usize].held && vc.busy;
+            let keeps = whole_host && sh.held && vc.busy;
             *bound = if keeps { backlog_debt } else { max_debt };
-            over |= (*lag < -*bound) & (vc.state != VcpuState::Off);
+            over |= (*lag < -*bound) & on;
         }
+        // ns of slice per pCPU of weight: the quantum over the heaviest vCPU's weight (at most
+        // a pCPU), so that every slice spans the same virtual time
+        let per_weight = self.params.quantum_ns as f64 / heaviest.min(1.0);
+        // each slice is the quantum scaled by the weight (why: the module's header). A
+        // co-scheduled vCPU keeps the whole quantum: its VM runs in gangs, and shorter slices
+        // broke them up (relaxed-3x: a 3-vCPU VM got 0.81 of its 1.26 pCPU)
+        let q_ns = self.params.quantum_ns;
         if over {
             self.even_debts(per_vm, new_keys);
         }
