@@ -76,6 +76,7 @@ class Host(_Model):
 _UNITLESS_SCHED_KEYS = (
     "demand_ewma_weight",
     "demand_wait_power",
+    "demand_probe_margin",
     "short_margin",
     "limit_share_split_below",
     "limit_dormant_max",
@@ -139,6 +140,10 @@ class CpuScheduler(_Model):
     demand_wait_power: Optional[Annotated[int, Strict(), Field(ge=0, le=32)]] = Field(
         None, description="Power p of the waiting share in the demand estimate: held time counts as demand in proportion "
         "to (held / (held + idle))^p. An integer from 0 (every held ns counts) to 32; default 3."
+    )
+    demand_probe_margin: Optional[Annotated[float, Strict(), Field(ge=0.0, le=1.0)]] = Field(
+        None, description="How far above its run time (pCPUs per vCPU) a satisfied vCPU that never halted may read its "
+        "READY time as demand, where that is more than its entitlement allows, in [0, 1]; default 0.01."
     )
     short_margin: Optional[Annotated[float, Strict(), Field(ge=0.0, le=1.0)]] = Field(
         None, description="How far short of its entitlement (a fraction of one interval's) a VM that waited must have run "

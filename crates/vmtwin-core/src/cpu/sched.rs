@@ -3909,7 +3909,24 @@ impl CpuSched {
     /// 1-vCPU VM reserving 0.97 pCPU, 2 ms bursts at duty 0.74 and runnable 99.5% of the time,
     /// missed a halt one second in five, its estimate jumped from 0.74 to 0.87 each time, and the
     /// slack it left went to the VMs at the water level by their weights, one of them 0.52 points
-    /// over its allocation (draw 2134 of the max-min census). A held-back VM keeps all of it
+    /// over its allocation (draw 2134 of the max-min census). Up to the entitlement alone, though,
+    /// such an estimate has no pull of its own: any value from the run time up reads as itself
+    /// (READY fills it to the entitlement the estimate set), so it stays where its history put it,
+    /// rising when a second runs past it and never falling while the vCPU does not halt. A busy VM
+    /// whose first second ran a hair under a whole pCPU per vCPU (its bursts arrive at their
+    /// phases) read that for the rest of the run, under its demand, and the water-fill handed the
+    /// difference to the VM at the water level (on 8 pCPUs a busy 7-vCPU VM read 699.35 points for
+    /// 700, and a 4-vCPU VM beside it got 1.99 over its allocation: pooled draw 46096). So READY
+    /// also counts up to `demand_probe_margin` (0.01 pCPU) over the run where that is more: a
+    /// probe. The water-fill offers the vCPU that much more than it ran. A queue that grows takes
+    /// the offer, runs more, and its estimate climbs again (by at most the EWMA's weight times the
+    /// margin an interval: no ready-time spike), until it halts (its queue drained: it reads its
+    /// run), is held back (READY counts whole) or reaches a whole pCPU (guarded, `displaceable`);
+    /// a queue served at its rate does not take it, and its estimate stops at its run plus the
+    /// margin, the fixed point of `e = run(e) + m` instead of any point above the run. The probe
+    /// never reads less than the entitlement rule, so it adds at most the margin to the over-read
+    /// of a queue served at its rate (which the entitlement rule bounds by the highest run of its
+    /// history). A held-back VM keeps all of it
     /// wherever its entitlement held it back (below for the rest): it gets its share whatever
     /// the estimate says above it, and where the guest thinks after each burst (closed loop)
     /// READY time is demand lost, not delayed; counted as delay
@@ -3987,6 +4004,7 @@ impl CpuSched {
         let w = self.params.demand_ewma_weight;
         // at most 32 (`CpuSchedParams::validate`)
         let power = self.params.demand_wait_power;
+        let probe = self.params.demand_probe_margin;
         let margin = self.params.short_margin;
         let throttle = self.params.migration_throttle;
         let busy: Vec<u64> = if throttle { (0..self.pcpus.len()).map(|p| self.pcpu_busy_ns(p as u32, now)).collect() } else { Vec::new() };
@@ -4011,15 +4029,15 @@ impl CpuSched {
                 let ready = (ready_ns - vc.ready_mark) as f64;
                 vc.ready_mark = ready_ns;
                 // READY time of a vCPU in a VM not held back is delay, not demand, beyond what
-                // brings it up to its entitlement (the doc comment): none of it if it halted in
-                // the span, at most `owed` if it never did; its MLMTD and COSTOP time still
-                // count. Picked, not branched over (`pick_f`): whether a vCPU halted is a coin
-                // toss from one to the next. With `held` zero the weighed time is not taken (a
-                // NaN if `rest` is zero too).
+                // brings it up to its entitlement, or `probe` over its run if that is more (the
+                // doc comment): none of it if it halted in the span; its MLMTD and COSTOP time
+                // still count. Picked, not branched over (`pick_f`): whether a vCPU halted is a
+                // coin toss from one to the next. With `held` zero the weighed time is not taken
+                // (a NaN if `rest` is zero too).
                 let satisfied = whole_host & !self.held_back[vc.vm as usize];
                 let owed = (vc.alloc * span as f64 - run).max(0.0);
                 let halted = rest > 0.0;
-                let delay = ready - pick_f(halted, 0.0, ready.min(owed));
+                let delay = ready - pick_f(halted, 0.0, ready.min(owed.max(probe * span as f64)));
                 // a vCPU of a held-back VM that halted and ran under its entitlement counts its
                 // READY up to that entitlement, as a satisfied one that never halted does: its
                 // entitlement did not hold it back (the doc comment)
@@ -4583,8 +4601,26 @@ mod tests {
     #[test]
     fn a_satisfied_vcpu_that_never_halted_reads_ready_only_up_to_its_entitlement() {
         const MS: Time = 1_000_000;
-        let estimate = |held_back: bool, run: Time, ready: Time| one_interval(CpuSchedParams::default(), held_back, 0.74, run * MS, ready * MS).vcpus[0].demand;
+        // without the probe (`demand_probe_margin` 0): READY up to the entitlement alone
+        let params = CpuSchedParams { demand_probe_margin: 0.0, ..CpuSchedParams::default() };
+        let estimate = |held_back: bool, run: Time, ready: Time| one_interval(params.clone(), held_back, 0.74, run * MS, ready * MS).vcpus[0].demand;
         for (run, want) in [(740, 0.74), (600, 0.74), (800, 0.8), (300, 0.74)] {
+            let got = estimate(false, run, 1_000 - run);
+            assert!((got - want).abs() < 1e-12, "satisfied, ran {run} ms: {got} for {want}");
+        }
+        assert!((estimate(true, 740, 260) - 1.0).abs() < 1e-12, "held back: a backlog reads whole");
+        assert!((estimate(false, 600, 300) - 0.6).abs() < 1e-12, "halted: its run time");
+    }
+
+    /// `demand_probe_margin`: a satisfied vCPU entitled to 0.74 that never halted reads its READY
+    /// up to its entitlement or up to the margin (0.01) over its run, whichever is more: 0.75
+    /// having run its 0.74, 0.81 having run 0.8, its entitlement having run well under it; read
+    /// at its run if it halted, whole if held back (the probe is only for a VM not held back).
+    #[test]
+    fn a_satisfied_vcpu_that_never_halted_reads_ready_up_to_a_probe_over_its_run() {
+        const MS: Time = 1_000_000;
+        let estimate = |held_back: bool, run: Time, ready: Time| one_interval(CpuSchedParams::default(), held_back, 0.74, run * MS, ready * MS).vcpus[0].demand;
+        for (run, want) in [(740, 0.75), (735, 0.745), (800, 0.81), (600, 0.74), (300, 0.74), (995, 1.0)] {
             let got = estimate(false, run, 1_000 - run);
             assert!((got - want).abs() < 1e-12, "satisfied, ran {run} ms: {got} for {want}");
         }
