@@ -177,7 +177,8 @@
 //! See [`CpuSchedParams`]: `quantum_ns` (50 ms), `wake_preempt_margin_ns` (1 ms),
 //! `max_lag_ns` (100 ms), `max_debt_ns` (300 ms), `max_backlog_debt_ns` (3 s), `limit_burst_ns`
 //! (100 ms), `limit_min_slice_ns` (5 ms), `entitlement_interval_ns` (1 s),
-//! `demand_ewma_weight` (0.5), `demand_wait_power` (3), `short_margin` (0.05); limits
+//! `demand_ewma_weight` (0.5), `demand_wait_power` (3), `demand_probe_margin` (0.01),
+//! `short_margin` (0.05); limits
 //! (`limit.rs`): `limit_borrow_ns` (1 ms), `limit_share_split_below` (0.5), `limit_dormant_max`
 //! (0.25); locality: `llc_aware` (on), `llc_balance` (off),
 //! `extended_fairness` (off, every `extended_fairness_period_ns` = 3 s), `numa_home_nodes` (on),
@@ -223,6 +224,11 @@
 //!   elsewhere, which the scheduler does not know; the execution-speed model charges both (a
 //!   move a refill, a return the part of the footprint others evicted, `cpu/cache.rs`).
 //! - A VM's weight is split evenly over its vCPUs, whatever each vCPU demands.
+//! - The demand estimate of a vCPU that never halts cannot tell a queue served at its rate from
+//!   one that grows (`update_demand`): a satisfied one reads the highest run of its history plus
+//!   at most `demand_probe_margin`, and a held-back one a whole pCPU while its backlog stands, so
+//!   near critical load a VM held back just above its demand can stay held for good
+//!   (docs/cpu-scheduler.md, the max-min property test: drawn-flat-15976149).
 //! - Only a VM held at its own reservation floor is settled to its reservation's balance: a
 //!   resource pool held at its floor gives its children weights from that floor, and they take
 //!   slack by it as such a VM did. The balance counts run time, not the share of a core charged
