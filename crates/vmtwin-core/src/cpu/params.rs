@@ -119,8 +119,9 @@ pub struct CpuSchedParams {
     pub demand_wait_power: u32,
     /// How far above its run time a vCPU of a VM not held back that never halted over an
     /// entitlement interval may read its READY time as demand, when that is more than what would
-    /// have brought it up to its entitlement (`CpuSched::update_demand`), in pCPUs per vCPU, from 0
-    /// to 1 (0: only up to the entitlement, as before it). A probe: the water-fill offers such a
+    /// have brought it up to its entitlement (`CpuSched::update_demand`), a fraction of a pCPU per
+    /// vCPU (dimensionless: CPU time over the interval), from 0 to 1 (0: only up to the
+    /// entitlement, as before it). A probe: the water-fill offers such a
     /// vCPU that much more than it ran, and its estimate climbs only while it takes the offer (a
     /// queue that grows runs more; one served at its rate stays at its run plus the margin), so a
     /// busy VM that its first second read a hair under a whole pCPU per vCPU is not held there.
