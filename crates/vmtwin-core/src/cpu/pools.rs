@@ -14,7 +14,8 @@
 //! demanded floors, whichever is larger, capped by its demand) and a ceiling (its limit or its
 //! children's ceilings, whichever is smaller). Scheduling weights come from a second top-down
 //! pass over *weight capacities*: a pool's is its share at its parent's water level, clamped to
-//! its floor and its children's ceilings but not to its own limit, so that, as for a VM's limit,
+//! its floor and its children's ceilings but not to its own limit (unless that binds there: see
+//! "A binding pool limit" below), so that, as for a VM's limit,
 //! the children of a limited pool are held back by the pool's token bucket (MLMTD) and not by
 //! low weights (READY), and share what the bucket lets through by their shares and reservations.
 //! A weight capacity is also at most its parent's (the host's at the top): what a pool would
@@ -28,6 +29,20 @@
 //! the share split (`limit.rs`), so the weights alone split it: 4 low-share and 8 high-share
 //! vCPUs of one pool at 16,000 MHz on a 16,000 MHz host got 44 points each, 175.94 and 352.06
 //! where max-min gives 58.67 and 469.33.
+//!
+//! A binding pool limit: where a pool's limit is its allocation at its parent's level (the
+//! limit binds there), its weight capacity is at most that limit. The token bucket still holds
+//! its children to it (MLMTD); what the cap changes is where they queue. A vCPU's credit is
+//! bounded in CPU time (`max_lag_ns` at each update, half of it at a release: `sched.rs`,
+//! `place_key`), so its reach in virtual time is the bound over its weight. Weighed at the
+//! pool's unlimited share, a child weighs far more than it is entitled to (a 3-vCPU VM alone in
+//! a pool limited to 0.42 pCPU weighed 1.0 per vCPU, entitled to 0.14), its reach is a fraction
+//! of what its entitlement would give, and on a saturated host lighter vCPUs near their own
+//! credit bound sit further behind the clock: it queued READY while its pool's bucket filled
+//! and dropped tokens (39.81 points of its 42.15 over 300 s, READY 234% and MLMTD 26% summed
+//! over its vCPUs; capped, 42.15, READY 213% and MLMTD 45%). A limit that does not bind at its
+//! parent's level (the pool's share there is below it) caps nothing: the pool is held by its
+//! share, not its bucket.
 //!
 //! # Tunables
 //! None: shares, reservations, limits and expandability are per pool and per VM settings.
@@ -371,7 +386,11 @@ impl PoolTree {
                 alloc[c] = split[k];
                 binding[c] = binding[id];
                 // (no more than this pool's own: a limit left out is not capacity; see the header)
-                wcap[c] = share_at(level, self.pools[c].shares, lo[c], unlimited_hi[c].min(wcap[id]));
+                // and no more than its own limit where that limit is its allocation (binds at
+                // this level): see the header, "A binding pool limit"
+                let binds_here = self.pools[c].limit_mhz.filter(|&l| split[k] >= l as f64 * (1.0 - 1e-9));
+                let top = binds_here.map_or(wcap[id], |l| wcap[id].min(l as f64));
+                wcap[c] = share_at(level, self.pools[c].shares, lo[c], unlimited_hi[c].min(top));
             }
             for (k, &v) in p.vms.iter().enumerate() {
                 let vm = &vms[v as usize];
