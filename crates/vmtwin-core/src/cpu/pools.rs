@@ -607,4 +607,25 @@ mod tests {
         assert!(close(e[0].weight_mhz, e[0].mhz) && close(e[1].weight_mhz, e[1].mhz), "{e:?}");
         assert!(e.iter().all(|e| e.share_limit_mhz.is_some()), "{e:?}");
     }
+
+    #[test]
+    fn a_pool_limit_that_binds_caps_its_weight_and_one_that_does_not_caps_nothing() {
+        // 4,000 MHz, two busy VMs: A (2 vCPUs) in pool p at 3,000 shares beside B (2 vCPUs) at
+        // 1,000 at the root. p's share there is 3,000 MHz. Limited to 1,000, the limit binds:
+        // A's weight is the limit (its entitlement), not its share of 3,000. Limited to 3,500,
+        // above its share: A weighs its share, 3,000
+        for (limit, weight) in [(1000, 1000.0), (3500, 3000.0)] {
+            let mut t = PoolTree::new(4000);
+            let mut p = pool("p", 0, true);
+            p.shares = 3000;
+            p.limit_mhz = Some(limit);
+            let p = t.add_pool(p, ROOT_POOL).unwrap();
+            t.pools[p as usize].vms.push(0);
+            t.pools[ROOT_POOL as usize].vms.push(1);
+            let vm = |shares| VmClaim { shares, reservation_mhz: 0, max_mhz: 4000.0, cap_mhz: 4000.0, demand_mhz: 4000.0, powered_on: true };
+            let e = t.entitlements(&[vm(1000), vm(1000)], 4000.0);
+            let close = |a: f64, b: f64| (a - b).abs() < 1e-6;
+            assert!(close(e[0].weight_mhz, weight) && close(e[0].mhz, weight), "{limit}: {e:?}");
+        }
+    }
 }
