@@ -96,14 +96,14 @@ pub struct CpuSchedParams {
     /// with 300 ms, 395 with 1 s), research/cpu.md C3 leaving the window open.
     pub max_debt_ns: Time,
     /// The most CPU time a backlogged vCPU of a held-back VM may owe the fair clock at an
-    /// entitlement update, in ns (less than `max_debt_ns` reads as `max_debt_ns`). Such a vCPU keeps its debt past
-    /// `max_debt_ns` (why: `max_debt_ns`), and what bounds it is the clock's zero sum: it owes
-    /// what the other runnable vCPUs are owed, each at most `max_lag_ns` at an update. That sum
-    /// grows with their count, so this guard makes the bound a constant, which issue 5 asks of
-    /// every vCPU's lag. It is not meant to shape the schedule: the largest such debt seen was
-    /// 1.30 s (session 41: every drawn and seeded max-min scenario kept as a case, and seeds
-    /// 0-199 flat and pooled, each run 600 s, sampled every 10 ms; it settles within minutes
-    /// and stays). Default 3 s = 10 x `max_debt_ns`: chosen above that.
+    /// entitlement update, in ns (less than `max_debt_ns` reads as `max_debt_ns`). Such a vCPU
+    /// keeps its debt past `max_debt_ns` (why: `max_debt_ns`), and what bounds it is the clock's
+    /// zero sum: it owes what the other runnable vCPUs are owed, each at most `max_lag_ns` at an
+    /// update. That sum grows with their count, so this guard makes the bound a constant, which
+    /// issue 5 asks of every vCPU's lag. It is not meant to shape the schedule: the largest such
+    /// debt seen was 1.30 s (session 41: every drawn and seeded max-min scenario kept as a case,
+    /// and seeds 0-199 flat and pooled, each run 600 s, sampled every 10 ms; it settles within
+    /// minutes and stays). Default 3 s = 10 x `max_debt_ns`: chosen above that.
     pub max_backlog_debt_ns: Time,
     /// Weight of the newest interval in the EWMA of each vCPU's demand estimate (how busy it is
     /// with no contention and no limit, `CpuSched::update_demand`), which sets the water level of
