@@ -44,6 +44,20 @@ def interrupt(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
+def quiet_unraisable(hook):
+    """``sys.unraisablehook`` for the command: a KeyboardInterrupt that Python could not raise (it
+    landed in a weakref callback, e.g. importlib's module-lock cleanup, and Python printed
+    "Exception ignored" with a traceback: seen once in a fresh clone's test run) is dropped, since
+    :func:`interrupt` remembered it and :func:`check_interrupt` raises it again; anything else goes
+    to ``hook``."""
+
+    def unraisable(info):
+        if not isinstance(info.exc_value, KeyboardInterrupt):
+            hook(info)
+
+    return unraisable
+
+
 def check_interrupt() -> None:
     """Raise KeyboardInterrupt again if the command saw Ctrl-C (cheap: one global read)."""
     if _seen:

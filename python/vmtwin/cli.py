@@ -14,7 +14,7 @@ import signal
 import sys
 
 from vmtwin._interrupt import INTERRUPTED, check_interrupt, forget as _forget_interrupt, interrupt as _interrupt
-from vmtwin._interrupt import started_as_command as _started_as_command
+from vmtwin._interrupt import quiet_unraisable as _quiet_unraisable, started_as_command as _started_as_command
 from vmtwin._interrupt import exit_interrupted as _exit_interrupted, install as _install_start_up_handler
 
 # Installed already by the package's first import (vmtwin/_interrupt.py); again here for
@@ -378,11 +378,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     Ctrl-C prints ``interrupted`` and gives 130, after the command removed what it half wrote.
     """
     handler = signal.getsignal(signal.SIGINT)
+    unraisable = sys.unraisablehook
     main_thread = handler is not None and _in_main_thread()
     try:
         if main_thread:
             # Inside the command, Ctrl-C raises KeyboardInterrupt so atomic writers clean up
             # first, and is remembered in case library code swallows the exception (_interrupt.py).
+            sys.unraisablehook = _quiet_unraisable(unraisable)
             signal.signal(signal.SIGINT, _interrupt)
         with warnings.catch_warnings():
             # a scenario beyond a vSphere maximum runs, with one plain line saying so
@@ -410,6 +412,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if main_thread:
             # back to quitting at once: from here on there is nothing left to clean up
             signal.signal(signal.SIGINT, _exit_interrupted if _started_as_command() else handler)
+            sys.unraisablehook = unraisable
             _forget_interrupt()  # a caller running main() again, or the library, starts afresh
 
 

@@ -126,3 +126,33 @@ def test_a_signal_at_any_moment_leaves_no_folder_that_looks_complete(scenario, f
 
         run_scenario(scenario, out, duration="2s", force=True)
         assert sorted(p.name for p in tmp_path.iterdir()) == ["out"], where
+
+
+def test_a_ctrl_c_python_could_not_raise_is_not_printed_by_the_command():
+    """A KeyboardInterrupt that lands in a weakref callback cannot be raised: Python hands it to
+    ``sys.unraisablehook``, which printed "Exception ignored" and a traceback on a fresh clone's
+    run of the test above. The command's hook drops it (``interrupt`` remembered it, and
+    ``check_interrupt`` raises it again) and passes anything else on."""
+    import weakref
+
+    from vmtwin._interrupt import quiet_unraisable
+
+    passed_on = []
+    hook = quiet_unraisable(lambda info: passed_on.append(type(info.exc_value)))
+    old = sys.unraisablehook
+    sys.unraisablehook = hook
+    try:
+        for exc in (KeyboardInterrupt, ValueError):
+            class Referent:
+                pass
+
+            def raise_it(_ref, exc=exc):
+                raise exc
+
+            r = Referent()
+            ref = weakref.ref(r, raise_it)
+            del r  # the callback runs here, and its exception is unraisable
+            del ref
+    finally:
+        sys.unraisablehook = old
+    assert passed_on == [ValueError]
