@@ -228,7 +228,12 @@
 //!   one that grows (`update_demand`): a satisfied one reads the highest run of its history plus
 //!   at most `demand_probe_margin`, and a held-back one a whole pCPU while its backlog stands, so
 //!   near critical load a VM held back just above its demand can stay held for good
-//!   (docs/cpu-scheduler.md, the max-min property test: drawn-flat-15976149).
+//!   (docs/cpu-scheduler.md, the max-min property test: drawn-flat-15976149). There the host's
+//!   idle is no scheduling gap: no pCPU idles beside a READY vCPU, and every idle ns falls while
+//!   all five vCPUs of the held VM run (its width). Its neighbour gets what the held VM and
+//!   that idle leave, so no rule that delivers the held VM its entitlement can close the case;
+//!   only its estimate can, and that must read its arrival rate (420 points, not 420.5) while
+//!   its queue grows, which its run, READY and halts cannot show (session 42, mm42a).
 //! - Only a VM held at its own reservation floor is settled to its reservation's balance: a
 //!   resource pool held at its floor gives its children weights from that floor, and they take
 //!   slack by it as such a VM did. The balance counts run time, not the share of a core charged
