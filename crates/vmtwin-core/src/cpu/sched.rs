@@ -4216,8 +4216,11 @@ impl CpuSched {
         // set each slice (which scales by it) without a walk of its own over every record. That
         // walk is the lag walk below: a walk of its own cost 12 instructions a vCPU an update
         let (mut least, mut heaviest) = (f64::INFINITY, MIN_WEIGHT);
-        new_keys.clear();
-        new_keys.resize(self.vcpus.len(), 0.0);
+        // (the lag walk below stores every entry: last update's room is not zeroed again)
+        if new_keys.len() != self.vcpus.len() {
+            new_keys.clear();
+            new_keys.resize(self.vcpus.len(), 0.0);
+        }
         let span = ns_f(now - self.weights_at);
         self.weights_at = now;
         let was_any = self.any_at_floor;
