@@ -116,6 +116,9 @@ pub(crate) struct LevelScratch {
     points: Vec<u64>,
     /// every child's breakpoints `(lo/s, hi/s)`, in child order
     bps: Vec<(f64, f64)>,
+    /// the children [`level_near`]'s pass found a breakpoint of inside its bracket, in child
+    /// order (room for every child: each is stored and counted only if inside)
+    inside: Vec<u32>,
 }
 
 /// A child not yet settled by [`water_level`]'s search: its breakpoints and its claim.
@@ -162,7 +165,7 @@ pub(crate) fn water_level_near(capacity: f64, claims: &[Claim], room: &mut Level
     let capacity = capacity.max(0.0);
     // when the one pass declines, its sums are the ones the search starts from
     let near = if hint > 0.0 && hint.is_finite() {
-        match level_near(capacity, claims, hint) {
+        match level_near(capacity, claims, hint, room) {
             Ok(level) => return level,
             Err(sums) => Some(sums),
         }
@@ -186,9 +189,12 @@ pub(crate) fn water_level_near(capacity: f64, claims: &[Claim], room: &mut Level
     // so it drops out, its part of F kept in `fixed` and `slope`. Each round touches only the
     // children still unsettled, at most the breakpoints left, which halve: O(n) in all, against
     // the O(n log n) sort of walking every breakpoint (a third of a 1,024-VM host's run time).
-    let LevelScratch { open, points, bps } = room;
-    bps.clear();
-    bps.extend(claims.iter().map(|c| (c.lo / c.shares, c.hi / c.shares)));
+    let LevelScratch { open, points, bps, inside } = room;
+    // (the one pass stored every child's breakpoints already)
+    if near.is_none() {
+        bps.clear();
+        bps.extend(claims.iter().map(|c| (c.lo / c.shares, c.hi / c.shares)));
+    }
     let (mut a, mut b) = (0.0f64, f64::INFINITY);
     if let Some(n) = near {
         // F either side of the hint
@@ -218,7 +224,26 @@ pub(crate) fn water_level_near(capacity: f64, claims: &[Claim], room: &mut Level
         points.resize(2 * claims.len(), 0);
     }
     let mut np = 0;
-    for (c, &(p, q)) in claims.iter().zip(bps.iter()) {
+    // the one pass's bracket `(x, y)`, the usual start: it settled every child against it
+    // already (`level_near`: the same rule, its sums in child order with a zero for each child
+    // left open), and listed the open ones, so the walk below over every child is not needed
+    let settled = match near {
+        Some(n) if (a, b) == (n.x, n.y) => {
+            (fixed, slope, below, above) = (n.fixed, n.slope, n.below, n.above);
+            for &i in &inside[..n.inside] {
+                let (c, (p, q)) = (claims[i as usize], bps[i as usize]);
+                points[np] = p.to_bits();
+                np += usize::from(a < p && p < b);
+                points[np] = q.to_bits();
+                np += usize::from(a < q && q < b);
+                open.push(Open { p, q, c });
+            }
+            true
+        }
+        _ => false,
+    };
+    let walk = if settled { &claims[..0] } else { claims };
+    for (c, &(p, q)) in walk.iter().zip(bps.iter()) {
         match settle(p, q, a, b) {
             Settled::Floor => {
                 fixed += c.lo;
@@ -318,6 +343,14 @@ struct NearSums {
     y: f64,
     fx: f64,
     fy: f64,
+    /// the settled children's sums and the nearest breakpoints beyond `(x, y)`, as the
+    /// search's first walk would take them on that bracket, and how many children are open
+    /// there (listed in [`LevelScratch`]'s `inside`)
+    fixed: f64,
+    slope: f64,
+    below: f64,
+    above: f64,
+    inside: usize,
 }
 
 /// The level in one pass over the claims when no breakpoint lies within [`NEAR`] of `hint` and
@@ -328,19 +361,30 @@ struct NearSums {
 /// with the nearest breakpoints beyond the bracket: those are then the bracket of `finish` (`F`
 /// is non-decreasing, so `F(below) <= F(x) < capacity <= F(y) <= F(above)`), and its sums the
 /// same, child for child (a child not counted adds a zero, which changes no sum).
-fn level_near(capacity: f64, claims: &[Claim], hint: f64) -> Result<f64, NearSums> {
+fn level_near(capacity: f64, claims: &[Claim], hint: f64, room: &mut LevelScratch) -> Result<f64, NearSums> {
     let (x, y) = (hint * (1.0 - NEAR), hint * (1.0 + NEAR));
     let (mut hi_sum, mut lo_sum, mut fx, mut fy) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
     let (mut fixed, mut slope) = (0.0f64, 0.0f64);
     let (mut below, mut above) = (0.0f64, f64::INFINITY);
-    let mut inside = false;
-    for c in claims {
+    // every child's breakpoints, and the children with one inside `(x, y)` (stored, then
+    // counted or not: which ones are inside is data), for the search should the pass decline
+    let (bps, list) = (&mut room.bps, &mut room.inside);
+    if bps.len() != claims.len() || list.len() != claims.len() {
+        bps.clear();
+        bps.resize(claims.len(), (0.0, 0.0));
+        list.clear();
+        list.resize(claims.len(), 0);
+    }
+    let mut n_inside = 0;
+    for (i, (c, bp)) in claims.iter().zip(bps.iter_mut()).enumerate() {
         let (p, q) = (c.lo / c.shares, c.hi / c.shares);
+        *bp = (p, q);
         hi_sum += c.hi;
         lo_sum += c.lo;
         fx += level_parts(x, c);
         fy += level_parts(y, c);
-        inside |= (x < p && p < y) || (x < q && q < y);
+        list[n_inside] = i as u32;
+        n_inside += usize::from((x < p && p < y) || (x < q && q < y));
         // with no breakpoint inside (x, y), as `finish` settles a child: `settle`'s rule,
         // written as float selects (compiled without branches; through `settle` the pass ran
         // 5.7% more instructions on bench-1024vm)
@@ -349,8 +393,8 @@ fn level_near(capacity: f64, claims: &[Claim], hint: f64) -> Result<f64, NearSum
         below = below.max(if q <= x { q } else if p <= x { p } else { 0.0 });
         above = above.min(if p >= y { p } else if q >= y { q } else { f64::INFINITY });
     }
-    if inside || hi_sum <= capacity || lo_sum >= capacity || !(fx < capacity && capacity <= fy) {
-        return Err(NearSums { hi_sum, lo_sum, x, y, fx, fy });
+    if n_inside > 0 || hi_sum <= capacity || lo_sum >= capacity || !(fx < capacity && capacity <= fy) {
+        return Err(NearSums { hi_sum, lo_sum, x, y, fx, fy, fixed, slope, below, above, inside: n_inside });
     }
     Ok(if slope > 0.0 { ((capacity - fixed) / slope).clamp(below, above) } else { below })
 }
@@ -495,6 +539,7 @@ mod tests {
     fn the_one_pass_answer_is_the_defined_level() {
         let mut rng = Rng::new(13);
         let (mut answered, mut tried) = (0, 0);
+        let mut room = LevelScratch::default();
         for i in 0..2000 {
             let (capacity, claims) = draw(&mut rng, true);
             let want = defined(capacity, &claims);
@@ -503,7 +548,7 @@ mod tests {
             }
             for hint in [want, want * (1.0 + 0.5 * NEAR * (rng.uniform() - 0.5))] {
                 tried += 1;
-                if let Ok(got) = level_near(capacity, &claims, hint) {
+                if let Ok(got) = level_near(capacity, &claims, hint, &mut room) {
                     answered += 1;
                     assert_eq!(got.to_bits(), want.to_bits(), "draw {i}, hint {hint}: {got} against {want}");
                 }
