@@ -368,10 +368,11 @@ impl PoolTree {
                 let c = c as usize;
                 claims.push(Claim { shares: self.pools[c].shares as f64, lo: lo[c], hi: hi[c] });
             }
-            for &v in &p.vms {
+            // (one extend: one reservation, not a capacity test a VM)
+            claims.extend(p.vms.iter().map(|&v| {
                 let (l, h) = bounds[v as usize];
-                claims.push(Claim { shares: vms[v as usize].shares as f64, lo: l, hi: h });
-            }
+                Claim { shares: vms[v as usize].shares as f64, lo: l, hi: h }
+            }));
             // last time's levels as the search's hints (the levels do not depend on them)
             let alloc_level = fill_in(alloc[id], claims, split, level_room, levels[2 * id]);
             levels[2 * id] = alloc_level;

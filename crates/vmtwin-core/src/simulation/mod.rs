@@ -593,12 +593,13 @@ impl Simulation {
         }));
         let ent = self.pools.entitlements_in(&claims, self.topo.capacity_mhz() as f64, &mut room);
         shares.clear();
-        for ((e, c), to) in ent.iter().zip(&claims).zip(&mut self.vm_ent) {
+        // (one extend over zipped slices: one reservation, not a capacity test a VM)
+        shares.extend(ent.iter().zip(&claims).zip(&mut self.vm_ent).map(|((e, c), to)| {
             *to = (e.mhz, c.demand_mhz);
             // the VM's vCPUs x core MHz (`VmClaim::of`)
             let per = c.cap_mhz;
-            shares.push(VcpuShare { weight: e.weight_mhz / per, alloc: e.mhz / per, satisfied: e.satisfied, held: e.held, at_floor: e.at_floor, share: e.share_mhz / per, reserved: c.reservation_mhz as f64 / per });
-        }
+            VcpuShare { weight: e.weight_mhz / per, alloc: e.mhz / per, satisfied: e.satisfied, held: e.held, at_floor: e.at_floor, share: e.share_mhz / per, reserved: c.reservation_mhz as f64 / per }
+        }));
         if self.pools.has_limits() {
             for (i, e) in ent.iter().enumerate() {
                 self.sched.set_share_limit(i as u32, e.share_limit_mhz, self.now, &mut self.queue);
