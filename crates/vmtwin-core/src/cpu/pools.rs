@@ -42,7 +42,11 @@
 //! and dropped tokens (39.81 points of its 42.15 over 300 s, READY 234% and MLMTD 26% summed
 //! over its vCPUs; capped, 42.15, READY 213% and MLMTD 45%). A limit that does not bind at its
 //! parent's level (the pool's share there is below it) caps nothing: the pool is held by its
-//! share, not its bucket.
+//! share, not its bucket. Capped, the children also weigh their entitlements, so slack inside
+//! the pool between updates goes by those: in drawn-pools-0q a 5-vCPU VM that max-min gives
+//! the pool's slack drained its start-up backlog 3 s later (35 s, 32 s uncapped), and its
+//! neighbour waited at its entitlement that much longer (-0.39 -> -0.54 points over 5-60 s,
+//! tolerance 0.5; docs/cpu-scheduler.md, session 42).
 //!
 //! # Tunables
 //! None: shares, reservations, limits and expandability are per pool and per VM settings.

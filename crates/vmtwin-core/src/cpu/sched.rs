@@ -241,7 +241,19 @@
 //!   of it (the credit of a vCPU that idled beyond `max_lag_ns`, while its debt is kept to
 //!   `max_debt_ns`), so a floor-held VM whose vCPUs halt often lands a little under its
 //!   reservation (up to 1.1 points of a pCPU on the census: 4 bursty vCPUs at a 164.40 floor)
-//!   where the weight alone put it a little over.
+//!   where the weight alone put it a little over. The balance settles what a floor-held VM ran
+//!   past its reservation while the first estimates were wrong too, and repays it after them,
+//!   to whichever VM waits at the water level then (drawn-pools-29996: 2.1 s of CPU taken in
+//!   1-5 s, repaid in 5-23 s); and a light floor-held VM's debt is forgiven past `max_debt_ns`
+//!   of virtual time by `even_debts` (drawn-pools-0q: 18.4 ms of CPU at weight 0.061), so it
+//!   keeps what it ran past its reservation (docs/cpu-scheduler.md, session 42).
+//! - A vCPU entitled to nearly nothing that ran into debt keeps it: it is held back and never
+//!   halts, so the update keeps it, and at its weight it would take hours of virtual time to
+//!   repay. The clock's zero sum makes the runnable vCPUs owed that much, past `max_lag_ns`,
+//!   whose clamp at every update then sets a heavy and a light vCPU to the same CPU credit, the
+//!   light one further behind in virtual time (drawn-pools-0m: two vCPUs of a 2-share pool at
+//!   -300 ms from the first second on, a 1-vCPU VM 1.7 points under its demand); bounding such
+//!   debts by the entitlement broke the cases the kept debt closed (docs/cpu-scheduler.md).
 //! - The demand estimate (`update_demand`) cannot tell a backlogged vCPU from one whose
 //!   wake-ups collide often where it sees no halt: a vCPU of a held-back VM, or one of a
 //!   satisfied VM that did not halt in an entitlement interval and ran less than its
