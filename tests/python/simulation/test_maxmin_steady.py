@@ -14,10 +14,11 @@ This test asks only where the scheduler settles, and it is not quarantined: a dr
 here is a steady-state error (or a transient longer than 30 s), and it fails. The window's
 start is measured, not chosen to pass: judged from 30 s to 120 s, every open case whose miss was
 a transient was on its allocation (session 41: of 26 open cases, exactly the 9 that also missed
-over 300 s still missed), and 30 runs of each drawn test with fresh draws (3,000 flat and 4,500
-pooled scenarios) had none off (session 42; docs/cpu-scheduler.md, "The max-min property test:
-census and open misses"). The steady-state open cases (flat 15976149, pooled 0m, 27002438,
-4871) miss here too: a draw like them fails this test, and that is what it is for.
+over 300 s still missed), and 70 runs of each drawn test with fresh draws (7,000 flat and
+10,500 pooled scenarios) had none off, where 40 runs judged from 5 s had one (session 42;
+docs/cpu-scheduler.md, "The max-min property test: census and open misses"). The steady-state
+open cases (flat 15976149, pooled 0m, 27002438, 4871) miss here too: a draw like them fails this
+test, and that is what it is for.
 """
 
 from __future__ import annotations
