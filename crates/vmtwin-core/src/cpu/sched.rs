@@ -2579,14 +2579,22 @@ impl CpuSched {
     /// the first that is.
     #[inline]
     fn queued_unowed(&self, vm: u32, now: Time) -> bool {
-        let unowed = |w: u32| {
-            let wc = &self.vcpus[w as usize];
-            wc.vm == vm || (self.lendee[wc.vm as usize] && self.past_entitlement(wc, now))
-        };
         // the host's first in the queues first: the lowest key, the likeliest to be owed
-        match self.queues.best() {
-            None => true,
-            Some((qp, _)) => unowed(self.queues.head(qp).expect("a best queue has a head")) && self.queued_unowed_all(&unowed),
+        let Some((qp, _)) = self.queues.best() else { return true };
+        let head = self.queues.head(qp).expect("a best queue has a head");
+        if self.queued_lendee == self.queues.len() {
+            // every queued vCPU is a lendee's (`queued_lendee`): the flag need not be read
+            let unowed = |w: u32| {
+                let wc = &self.vcpus[w as usize];
+                wc.vm == vm || self.past_entitlement(wc, now)
+            };
+            unowed(head) && self.queued_unowed_all(&unowed)
+        } else {
+            let unowed = |w: u32| {
+                let wc = &self.vcpus[w as usize];
+                wc.vm == vm || (self.lendee[wc.vm as usize] && self.past_entitlement(wc, now))
+            };
+            unowed(head) && self.queued_unowed_all(&unowed)
         }
     }
 
