@@ -4147,13 +4147,16 @@ impl CpuSched {
             let span = now.saturating_sub(vc.demand_since).min(interval);
             // a powered-off vCPU, or one with no time measured, keeps its estimate
             if vc.state != VcpuState::Off && span != 0 {
+                // the ns as floats through `i64` (`ns_f`: one instruction each where a `u64` takes
+                // six; the same values below 2^63 ns)
+                let span_f = ns_f(span);
                 let runnable = vc.runnable_ns();
                 let ran = vc.time_ns[VcpuState::Run as usize];
-                let run = (ran - vc.ran_mark) as f64;
-                let held = (runnable - vc.runnable_mark) as f64 - run;
-                let rest = (span as f64 - run - held).max(0.0);
+                let run = ns_f(ran - vc.ran_mark);
+                let held = ns_f(runnable - vc.runnable_mark) - run;
+                let rest = (span_f - run - held).max(0.0);
                 let ready_ns = vc.time_ns[VcpuState::Ready as usize];
-                let ready = (ready_ns - vc.ready_mark) as f64;
+                let ready = ns_f(ready_ns - vc.ready_mark);
                 vc.ready_mark = ready_ns;
                 // READY time of a vCPU in a VM not held back is delay, not demand, beyond what
                 // brings it up to its entitlement, or `probe` over its run if that is more (the
@@ -4162,9 +4165,9 @@ impl CpuSched {
                 // coin toss from one to the next. With `held` zero the weighed time is not taken
                 // (a NaN if `rest` is zero too).
                 let satisfied = whole_host & !self.held_back[vc.vm as usize];
-                let owed = (vc.alloc * span as f64 - run).max(0.0);
+                let owed = (vc.alloc * span_f - run).max(0.0);
                 let halted = rest > 0.0;
-                let delay = ready - pick_f(halted, 0.0, ready.min(owed.max(probe * span as f64)));
+                let delay = ready - pick_f(halted, 0.0, ready.min(owed.max(probe * span_f)));
                 // a vCPU of a held-back VM that halted and ran under its entitlement counts its
                 // READY up to that entitlement, as a satisfied one that never halted does: its
                 // entitlement did not hold it back (the doc comment)
@@ -4172,10 +4175,10 @@ impl CpuSched {
                 let counted = held - pick_f(satisfied, delay, pick_f(unbound, ready - ready.min(owed), 0.0));
                 let weighed = counted * powi_u(held / (held + rest), power);
                 let waited = pick_f(held > 0.0, weighed, 0.0);
-                let frac = ((run + waited) / span as f64).min(1.0);
+                let frac = ((run + waited) / span_f).min(1.0);
                 let served = &mut self.served[vc.vm as usize];
-                served.run += run / span as f64;
-                served.held += held / span as f64;
+                served.run += run / span_f;
+                served.held += held / span_f;
                 served.alloc += vc.alloc;
                 served.measured += frac;
                 served.backlog |= (rest == 0.0) & (held > 0.0);
