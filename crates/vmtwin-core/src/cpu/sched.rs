@@ -4139,6 +4139,13 @@ impl CpuSched {
         self.vm_demand.fill(0.0);
         // READY as delay only where the water-fill sees all the contention (the doc comment)
         let whole_host = !self.cells.on && !self.params.numa_confine;
+        // the per-VM arrays cut to one length, so that one bounds check on a vCPU's VM serves
+        // all four (each is one entry a VM)
+        let vms = self.served.len();
+        let served_vm = &mut self.served[..vms];
+        let held_back = &self.held_back[..vms];
+        let backlogged = &mut self.backlogged[..vms];
+        let vm_demand = &mut self.vm_demand[..vms];
         for vc in &mut self.vcpus {
             vc.accrue(now);
             if throttle {
@@ -4164,7 +4171,7 @@ impl CpuSched {
                 // still count. Picked, not branched over (`pick_f`): whether a vCPU halted is a
                 // coin toss from one to the next. With `held` zero the weighed time is not taken
                 // (a NaN if `rest` is zero too).
-                let satisfied = whole_host & !self.held_back[vc.vm as usize];
+                let satisfied = whole_host & !held_back[vc.vm as usize];
                 let owed = (vc.alloc * span_f - run).max(0.0);
                 let halted = rest > 0.0;
                 let delay = ready - pick_f(halted, 0.0, ready.min(owed.max(probe * span_f)));
@@ -4176,14 +4183,14 @@ impl CpuSched {
                 let weighed = counted * powi_u(held / (held + rest), power);
                 let waited = pick_f(held > 0.0, weighed, 0.0);
                 let frac = ((run + waited) / span_f).min(1.0);
-                let served = &mut self.served[vc.vm as usize];
+                let served = &mut served_vm[vc.vm as usize];
                 served.run += run / span_f;
                 served.held += held / span_f;
                 served.alloc += vc.alloc;
                 served.measured += frac;
                 served.backlog |= (rest == 0.0) & (held > 0.0);
                 // it waited and never halted: a backlog (`cap_stale_claims`)
-                self.backlogged[vc.vm as usize] |= (rest == 0.0) & (held > 0.0);
+                backlogged[vc.vm as usize] |= (rest == 0.0) & (held > 0.0);
                 vc.runnable_mark = runnable;
                 vc.ran_mark = ran;
                 vc.demand_since = now;
@@ -4193,7 +4200,7 @@ impl CpuSched {
                 vc.busy = rest == 0.0;
             }
             // (every vCPU's estimate, kept or new, goes into its VM's sum)
-            self.vm_demand[vc.vm as usize] += vc.demand;
+            vm_demand[vc.vm as usize] += vc.demand;
         }
         if whole_host {
             self.cap_stale_claims();
