@@ -4174,7 +4174,8 @@ impl CpuSched {
                 let satisfied = whole_host & !held_back[vc.vm as usize];
                 let owed = (vc.alloc * span_f - run).max(0.0);
                 let halted = rest > 0.0;
-                let delay = ready - pick_f(halted, 0.0, ready.min(owed.max(probe * span_f)));
+                // (`max_f`: neither side is NaN, `owed` by its `max` and `probe` by validation)
+                let delay = ready - pick_f(halted, 0.0, ready.min(max_f(owed, probe * span_f)));
                 // a vCPU of a held-back VM that halted and ran under its entitlement counts its
                 // READY up to that entitlement, as a satisfied one that never halted does: its
                 // entitlement did not hold it back (the doc comment)
