@@ -17,8 +17,8 @@ a transient was on its allocation (session 41: of 26 open cases, exactly the 9 t
 over 300 s still missed), and 70 runs of each drawn test with fresh draws (7,000 flat and
 10,500 pooled scenarios) had none off, where 40 runs judged from 5 s had one (session 42;
 docs/cpu-scheduler.md, "The max-min property test: census and open misses"). The steady-state
-open cases (flat 15976149, pooled 0m, 27002438, 4871) miss here too: a draw like them fails this
-test, and that is what it is for.
+open cases (flat 15976149, pooled 27002438, 4871; pooled 0m until session 42 closed it) miss here
+too: a draw like them fails this test, and that is what it is for.
 """
 
 from __future__ import annotations

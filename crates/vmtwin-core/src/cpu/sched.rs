@@ -14,7 +14,11 @@
 //! vCPU of a held-back VM, below), and rebased so the clock reads zero (near it where a clamp
 //! binds: `clock.rs`); the
 //! debtors ahead of one the debt bound clamps are forgiven as much virtual time, so that the
-//! bound does not reorder debtors drifting at one pace (`even_debts`).
+//! bound does not reorder debtors drifting at one pace (`even_debts`). At the update that first
+//! measures a vCPU's demand, its debt is kept only up to its new entitlement x the interval:
+//! the debt was run up against the power-on guesses' weights (a pCPU per vCPU, where a vCPU of
+//! a limited pool may weigh 1e-8 and the clock races), and past that bound it would hold a vCPU
+//! entitled to nothing back for thousands of seconds (docs/cpu-scheduler.md, 0m).
 //!
 //! Each pCPU has its own run queue. A vCPU is queued on its last pCPU. A pCPU that needs work
 //! takes the best of its own queue's head, its LLC's, its node's and the host's (pull
@@ -889,6 +893,9 @@ pub struct CpuSched {
     at_floor: Vec<(bool, f64)>,
     /// some VM's `at_floor` flag is set
     any_at_floor: bool,
+    /// per vCPU: its demand was measured for the first time at this entitlement update
+    /// (`update_demand` sets it, `set_weights` reads and clears it: a start-up debt)
+    first_measured: Vec<bool>,
     /// the vCPUs of the VMs held back at an entitlement per vCPU below that of a vCPU at its
     /// VM's limit (`lendee`), as of the last entitlement update, or 0 if there is none: only
     /// while fewer vCPUs than that are queued can a popped or stopped vCPU take a gap it is not
@@ -1117,6 +1124,7 @@ impl CpuSched {
             held_back: vec![false; vcpus_per_vm.len()],
             at_floor: vec![(false, 0.0); vcpus_per_vm.len()],
             any_at_floor: false,
+            first_measured: Vec::new(),
             lend_width: 0,
             lendee: vec![false; vcpus_per_vm.len()],
             queued_lendee: 0,
@@ -4137,6 +4145,7 @@ impl CpuSched {
         let busy: Vec<u64> = if throttle { (0..self.pcpus.len()).map(|p| self.pcpu_busy_ns(p as u32, now)).collect() } else { Vec::new() };
         self.served.fill(Served::default());
         self.vm_demand.fill(0.0);
+        self.first_measured.resize(self.vcpus.len(), false);
         // READY as delay only where the water-fill sees all the contention (the doc comment)
         let whole_host = !self.cells.on && !self.params.numa_confine;
         // the per-VM arrays cut to one length, so that one bounds check on a vCPU's VM serves
@@ -4146,7 +4155,7 @@ impl CpuSched {
         let held_back = &self.held_back[..vms];
         let backlogged = &mut self.backlogged[..vms];
         let vm_demand = &mut self.vm_demand[..vms];
-        for vc in &mut self.vcpus {
+        for (vc, first) in self.vcpus.iter_mut().zip(self.first_measured.iter_mut()) {
             vc.accrue(now);
             if throttle {
                 vc.update_load_share(&busy, &self.busy_mark);
@@ -4197,6 +4206,7 @@ impl CpuSched {
                 vc.demand_since = now;
                 // the first measurement replaces the power-on guess rather than blending with it
                 vc.demand = if vc.demand_measured { w * frac + (1.0 - w) * vc.demand } else { frac };
+                *first = !vc.demand_measured;
                 vc.demand_measured = true;
                 vc.busy = rest == 0.0;
             }
@@ -4349,7 +4359,7 @@ impl CpuSched {
         // debt (the module's header), where the water-fill sees all the contention
         let whole_host = !self.cells.on && !self.params.numa_confine;
         let mut over = false;
-        for ((vc, lag), bound) in self.vcpus.iter().zip(new_keys.iter_mut()).zip(self.debt_bound.iter_mut()) {
+        for (v, ((vc, lag), bound)) in self.vcpus.iter().zip(new_keys.iter_mut()).zip(self.debt_bound.iter_mut()).enumerate() {
             let sh = &per_vm[vc.vm as usize];
             let on = vc.state != VcpuState::Off;
             if on {
@@ -4360,11 +4370,19 @@ impl CpuSched {
             if was_any && self.at_floor[vc.vm as usize].0 && on {
                 *lag += self.floor_shift[vc.vm as usize];
             }
+            // a start-up debt (run up under the power-on guesses' weights, before the first
+            // update that measured this vCPU's demand) is kept only up to what its measured
+            // entitlement repays in one interval: past that it is the race of the power-on
+            // weights, not service taken from others (the module's header)
+            if self.first_measured.get(v).is_some_and(|&f| f) && on {
+                *lag = lag.max(-sh.alloc * span);
+            }
             // (`busy` is on the record's last line: read only for a held-back VM's vCPU)
             let keeps = whole_host && sh.held && vc.busy;
             *bound = if keeps { backlog_debt } else { max_debt };
             over |= (*lag < -*bound) & on;
         }
+        self.first_measured.fill(false);
         // ns of slice per pCPU of weight: the quantum over the heaviest vCPU's weight (at most
         // a pCPU), so that every slice spans the same virtual time
         let per_weight = self.params.quantum_ns as f64 / heaviest.min(1.0);
