@@ -257,7 +257,10 @@
 //!   whose clamp at every update then sets a heavy and a light vCPU to the same CPU credit, the
 //!   light one further behind in virtual time (drawn-pools-0m: two vCPUs of a 2-share pool at
 //!   -300 ms from the first second on, a 1-vCPU VM 1.7 points under its demand); bounding such
-//!   debts by the entitlement broke the cases the kept debt closed (docs/cpu-scheduler.md).
+//!   debts by the entitlement at every update broke the cases the kept debt closed
+//!   (docs/cpu-scheduler.md). A debt run up under the power-on guesses, 0m's, is now bounded
+//!   at the first measured update (the header above; session 42, mm42d); one run up later is
+//!   still kept.
 //! - The demand estimate (`update_demand`) cannot tell a backlogged vCPU from one whose
 //!   wake-ups collide often where it sees no halt: a vCPU of a held-back VM, or one of a
 //!   satisfied VM that did not halt in an entitlement interval and ran less than its
