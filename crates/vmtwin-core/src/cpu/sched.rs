@@ -1127,7 +1127,7 @@ impl CpuSched {
             held_back: vec![false; vcpus_per_vm.len()],
             at_floor: vec![(false, 0.0); vcpus_per_vm.len()],
             any_at_floor: false,
-            first_measured: Vec::new(),
+            first_measured: vec![false; n_vcpus],
             lend_width: 0,
             lendee: vec![false; vcpus_per_vm.len()],
             queued_lendee: 0,
@@ -1842,9 +1842,9 @@ impl CpuSched {
         // queues on `last` without the key and the scan (bench-1024vm-1m: 36,534 of 51,783
         // passes end here; 106 find a pCPU). One `minsd` a pCPU, not the scan's tests
         let least = |pcs: &[Pcpu]| pcs.iter().fold(f64::INFINITY, |m, pc| if pc.run_alloc < m { pc.run_alloc } else { m });
-        let last_u = last as usize;
-        if !(least(&self.pcpus[lo..last_u]) < slackest || least(&self.pcpus[last_u + 1..hi]) < slackest) {
-            self.enqueue(last, r);
+        let last = last as usize;
+        if !(least(&self.pcpus[lo..last]) < slackest || least(&self.pcpus[last + 1..hi]) < slackest) {
+            self.enqueue(last as u32, r);
             return;
         }
         let vc = &self.vcpus[r as usize];
@@ -1852,7 +1852,6 @@ impl CpuSched {
         let far = if self.local_pull { self.move_cost[1] * vc.inv_weight } else { 0.0 };
         let reach = vc.alloc + GUARD_EPS;
         let now_f = ns_f(now);
-        let last = last_u;
         let mut best = (NONE, 0.0);
         // the pCPUs either side of `last` (where the waker now runs), in order; the entitlements
         // and the key tested without a branch each, the cell and the pool split only for a pCPU
@@ -2593,20 +2592,24 @@ impl CpuSched {
         // the host's first in the queues first: the lowest key, the likeliest to be owed
         let Some((qp, _)) = self.queues.best() else { return true };
         let head = self.queues.head(qp).expect("a best queue has a head");
+        // every queued vCPU a lendee's (`queued_lendee`): the flag need not be read
         if self.queued_lendee == self.queues.len() {
-            // every queued vCPU is a lendee's (`queued_lendee`): the flag need not be read
-            let unowed = |w: u32| {
-                let wc = &self.vcpus[w as usize];
-                wc.vm == vm || self.past_entitlement(wc, now)
-            };
-            unowed(head) && self.queued_unowed_all(&unowed)
+            self.head_and_queued_unowed::<true>(vm, head, now)
         } else {
-            let unowed = |w: u32| {
-                let wc = &self.vcpus[w as usize];
-                wc.vm == vm || (self.lendee[wc.vm as usize] && self.past_entitlement(wc, now))
-            };
-            unowed(head) && self.queued_unowed_all(&unowed)
+            self.head_and_queued_unowed::<false>(vm, head, now)
         }
+    }
+
+    /// [`Self::queued_unowed`]'s test of `head`, then of every queued vCPU: each is `vm`'s, or
+    /// of a `lendee` VM (known of every one with `ALL_LENDEES`, so no flag is read) and past its
+    /// entitlement.
+    #[inline(always)]
+    fn head_and_queued_unowed<const ALL_LENDEES: bool>(&self, vm: u32, head: u32, now: Time) -> bool {
+        let unowed = |w: u32| {
+            let wc = &self.vcpus[w as usize];
+            wc.vm == vm || ((ALL_LENDEES || self.lendee[wc.vm as usize]) && self.past_entitlement(wc, now))
+        };
+        unowed(head) && self.queued_unowed_all(&unowed)
     }
 
     /// [`Self::queued_unowed`]'s walk of every queue.
@@ -4148,7 +4151,6 @@ impl CpuSched {
         let busy: Vec<u64> = if throttle { (0..self.pcpus.len()).map(|p| self.pcpu_busy_ns(p as u32, now)).collect() } else { Vec::new() };
         self.served.fill(Served::default());
         self.vm_demand.fill(0.0);
-        self.first_measured.resize(self.vcpus.len(), false);
         // READY as delay only where the water-fill sees all the contention (the doc comment)
         let whole_host = !self.cells.on && !self.params.numa_confine;
         // the per-VM arrays cut to one length, so that one bounds check on a vCPU's VM serves
@@ -4377,7 +4379,7 @@ impl CpuSched {
             // update that measured this vCPU's demand) is kept only up to what its measured
             // entitlement repays in one interval: past that it is the race of the power-on
             // weights, not service taken from others (the module's header)
-            if self.first_measured.get(v).is_some_and(|&f| f) && on {
+            if self.first_measured[v] && on {
                 *lag = lag.max(-sh.alloc * span);
             }
             // (`busy` is on the record's last line: read only for a held-back VM's vCPU)
