@@ -145,6 +145,10 @@ class CpuScheduler(_Model):
         None, description="How far above its run time (pCPUs per vCPU) a satisfied vCPU that never halted may read its "
         "READY time as demand, where that is more than its entitlement allows, in [0, 1]; default 0.01."
     )
+    demand_drain_horizon: Optional[Nanos] = Field(
+        None, description="Horizon of a vCPU's drain rate (what it ran between intervals in which it halted), which bounds "
+        "the demand read for a satisfied vCPU that never halted in an interval, e.g. '60s'; default 60s."
+    )
     short_margin: Optional[Annotated[float, Strict(), Field(ge=0.0, le=1.0)]] = Field(
         None, description="How far short of its entitlement (a fraction of one interval's) a VM that waited must have run "
         "for wakers entitled to less to be barred from preempting it, in [0, 1]; default 0.05."

@@ -128,6 +128,17 @@ pub struct CpuSchedParams {
     /// Default 0.01: chosen on the max-min census (docs/cpu-scheduler.md, session 41: 0.005 left
     /// two of the cases 0.01 closes open, 0.02 failed a strict case).
     pub demand_probe_margin: f64,
+    /// Horizon of a vCPU's drain rate (`CpuSched::update_demand`), in ns: what it ran between
+    /// entitlement intervals in which it halted, over the time between them, each such epoch
+    /// weighed by `exp(-age / horizon)` as later ones close; a satisfied vCPU that never halted in
+    /// an interval reads no more than that rate (or its open epoch's, if more) while its open
+    /// epoch is no longer than its weighed closed ones. Long against the epochs of a queue served
+    /// near its rate (streaks without a halt of up to 31 s on the max-min census), so the rate
+    /// spans several of them, and short enough that the first epochs (start-up backlogs drained
+    /// under the power-on guesses) fade within minutes. Default 60 s: chosen on the max-min census
+    /// (docs/cpu-scheduler.md, session 43, mm43b: 120 s, 300 s and no horizon left
+    /// drawn-pools-27002438 further off).
+    pub demand_drain_horizon_ns: Time,
     /// How far short of its entitlement a VM's vCPUs must have run, as a fraction of one
     /// interval's entitlement, on the balance carried over the entitlement intervals in which
     /// they waited for CPU (`CpuSched::short_balance`), for wakers entitled to less to be barred
@@ -320,6 +331,7 @@ impl Default for CpuSchedParams {
             demand_ewma_weight: 0.5,
             demand_wait_power: 3,
             demand_probe_margin: 0.01,
+            demand_drain_horizon_ns: 60 * NS_PER_S,
             short_margin: 0.05,
             cosched_mode: CoschedMode::Off,
             cosched_skew_threshold_ns: 3 * NS_PER_MS,
@@ -418,6 +430,9 @@ impl CpuSchedParams {
         }
         if self.demand_wait_power > MAX_DEMAND_WAIT_POWER {
             invalid!("cpu_scheduler.demand_wait_power", self.demand_wait_power, "an integer from 0 to 32");
+        }
+        if self.demand_drain_horizon_ns == 0 {
+            invalid!("cpu_scheduler.demand_drain_horizon", self.demand_drain_horizon_ns, "a duration > 0");
         }
         if !(0.0..=1.0).contains(&self.demand_probe_margin) {
             invalid!("cpu_scheduler.demand_probe_margin", self.demand_probe_margin, "a number from 0 to 1");

@@ -182,7 +182,7 @@
 //! `max_lag_ns` (100 ms), `max_debt_ns` (300 ms), `max_backlog_debt_ns` (3 s), `limit_burst_ns`
 //! (100 ms), `limit_min_slice_ns` (5 ms), `entitlement_interval_ns` (1 s),
 //! `demand_ewma_weight` (0.5), `demand_wait_power` (3), `demand_probe_margin` (0.01),
-//! `short_margin` (0.05); limits
+//! `demand_drain_horizon_ns` (60 s), `short_margin` (0.05); limits
 //! (`limit.rs`): `limit_borrow_ns` (1 ms), `limit_share_split_below` (0.5), `limit_dormant_max`
 //! (0.25); locality: `llc_aware` (on), `llc_balance` (off),
 //! `extended_fairness` (off, every `extended_fairness_period_ns` = 3 s), `numa_home_nodes` (on),
@@ -229,8 +229,10 @@
 //!   move a refill, a return the part of the footprint others evicted, `cpu/cache.rs`).
 //! - A VM's weight is split evenly over its vCPUs, whatever each vCPU demands.
 //! - The demand estimate of a vCPU that never halts cannot tell a queue served at its rate from
-//!   one that grows (`update_demand`): a satisfied one reads the highest run of its history plus
-//!   at most `demand_probe_margin`, and a held-back one a whole pCPU while its backlog stands, so
+//!   one that grows (`update_demand`): a satisfied one reads at most its drain rate (what it ran
+//!   between intervals in which it halted) while it has been runnable no longer than its drain
+//!   epochs, and otherwise (never halted, or runnable longer) the highest run of its history plus
+//!   at most `demand_probe_margin`; a held-back one a whole pCPU while its backlog stands, so
 //!   near critical load a VM held back just above its demand can stay held for good
 //!   (docs/cpu-scheduler.md, the max-min property test: drawn-flat-15976149). There the host's
 //!   idle is no scheduling gap: no pCPU idles beside a READY vCPU, and every idle ns falls while
@@ -299,6 +301,23 @@ const MIN_WEIGHT: f64 = 1e-9;
 /// set (python/vmtwin/scenario/limits.py, `MIN_QUANTUM_NS`), so that no weight makes more
 /// slices than the smallest quantum does.
 const MIN_SLICE_NS: Time = 1_000_000;
+
+/// One vCPU's drain epochs, for `CpuSched::update_demand`: an epoch runs from the end of one
+/// entitlement interval in which the vCPU halted to the end of the next, so its queue was empty
+/// (or nearly: it halted in the interval) at both ends, and what it ran in between is what
+/// arrived. Times in ns, rates in pCPUs.
+#[derive(Clone, Copy, Debug, Default)]
+struct Drain {
+    /// it halted in some interval since power-on: an epoch is open
+    open: bool,
+    /// run and span of the open epoch so far (the intervals since the last halt)
+    ran: f64,
+    span: f64,
+    /// run and span of the closed epochs, each weighed down by `demand_drain_horizon_ns`
+    /// (`exp(-age / horizon)`) as later epochs close
+    closed_ran: f64,
+    closed_span: f64,
+}
 
 /// One VM's sums over its vCPUs for one entitlement interval (`CpuSched::update_demand`), each
 /// in pCPUs (a fraction of the interval, summed over the vCPUs).
@@ -899,6 +918,8 @@ pub struct CpuSched {
     /// per vCPU: its demand was measured for the first time at this entitlement update
     /// (`update_demand` sets it, `set_weights` reads and clears it: a start-up debt)
     first_measured: Vec<bool>,
+    /// per vCPU, its drain epochs (`update_demand`'s reading of a queue served at its rate)
+    drains: Vec<Drain>,
     /// the vCPUs of the VMs held back at an entitlement per vCPU below that of a vCPU at its
     /// VM's limit (`lendee`), as of the last entitlement update, or 0 if there is none: only
     /// while fewer vCPUs than that are queued can a popped or stopped vCPU take a gap it is not
@@ -1128,6 +1149,7 @@ impl CpuSched {
             at_floor: vec![(false, 0.0); vcpus_per_vm.len()],
             any_at_floor: false,
             first_measured: vec![false; n_vcpus],
+            drains: vec![Drain::default(); n_vcpus],
             lend_width: 0,
             lendee: vec![false; vcpus_per_vm.len()],
             queued_lendee: 0,
@@ -4080,6 +4102,28 @@ impl CpuSched {
     /// vCPU) instead of blending with it, so a VM's entitlement reflects what it does after one
     /// interval rather than three or four.
     ///
+    /// A satisfied vCPU that never halted reads no more than its drain rate ([`Drain`]). The two
+    /// rules above have no downward pull: such a vCPU reads the larger of its entitlement and its
+    /// run plus the margin, so its estimate is the running maximum of its seconds, and a queue
+    /// served at about its arrival rate, whose seconds run a little over it and a little under,
+    /// reads over it for good (drawn-pools-27002438: a 1-vCPU VM at duty 0.96 read 0.96-0.99 and
+    /// entitled itself so, and its held-back neighbour lost 1.3 points of a pCPU; the same in
+    /// 4871's 4-vCPU VM at 0.98 and 395's at 0.87). What the scheduler does see is when a queue
+    /// was empty: an interval with a halt. Between the ends of two such intervals the vCPU ran
+    /// what arrived (its queue empty, or nearly, at both), so that run over that time is its
+    /// arrival rate, measured rather than inferred from READY: kept over the closed epochs, each
+    /// weighed by `exp(-age / demand_drain_horizon_ns)`, and for the open epoch (the intervals
+    /// since its last halt) its run so far, a lower bound of what arrived in it. Such a vCPU reads
+    /// at most the larger of the two. The reading comes down as well as up: every epoch that
+    /// closes measures the rate afresh, a second that runs over it drains a backlog whose work the
+    /// rate already counts, and demand that rises shows as an open epoch whose run outgrows it.
+    /// Only while the open epoch is no longer than the closed ones (their weighed span): a vCPU
+    /// runnable for longer than any drain it has shown may hold a queue that grows, which its run
+    /// cannot show (collisions keep it under its arrivals and it never halts: drawn-pools-2500's
+    /// vm3, duty 0.98, runs 0.94 a second from 3 s, its one closed epoch the start-up's, which ran
+    /// 0.70 at 2 s; read at that rate without this bound, vm2 took 4.24 points over its share), so
+    /// it reads as above; so does a vCPU that never halted at all (a busy one has no epoch).
+    ///
     /// A drained backlog leaves no estimate above the entitlement. A VM held back below its
     /// demand builds a backlog (an open-loop guest queues its work); while it lasts every vCPU
     /// with queued work is runnable, and READY counts whole for a held-back VM, so the VM reads
@@ -4160,7 +4204,8 @@ impl CpuSched {
         let held_back = &self.held_back[..vms];
         let backlogged = &mut self.backlogged[..vms];
         let vm_demand = &mut self.vm_demand[..vms];
-        for (vc, first) in self.vcpus.iter_mut().zip(self.first_measured.iter_mut()) {
+        let horizon = ns_f(self.params.demand_drain_horizon_ns);
+        for ((vc, first), dr) in self.vcpus.iter_mut().zip(self.first_measured.iter_mut()).zip(self.drains.iter_mut()) {
             vc.accrue(now);
             if throttle {
                 vc.update_load_share(&busy, &self.busy_mark);
@@ -4198,6 +4243,27 @@ impl CpuSched {
                 let weighed = counted * powi_u(held / (held + rest), power);
                 let waited = pick_f(held > 0.0, weighed, 0.0);
                 let frac = ((run + waited) / span_f).min(1.0);
+                // a satisfied vCPU that never halted reads no more than its drain rate: what it ran
+                // over its closed epochs, or over the open one if that is more, while the open
+                // one is no longer than the closed ones (the doc comment)
+                let e_ran = dr.ran + run;
+                let e_span = dr.span + span_f;
+                let drained = max_f(dr.closed_ran / dr.closed_span, e_ran / e_span);
+                let at_rate = satisfied & !halted & (held > 0.0) & (e_span <= dr.closed_span);
+                let frac = pick_f(at_rate, min_f(frac, drained), frac);
+                if halted {
+                    if dr.open {
+                        let keep = (-e_span / horizon).exp();
+                        dr.closed_ran = dr.closed_ran * keep + e_ran;
+                        dr.closed_span = dr.closed_span * keep + e_span;
+                    }
+                    dr.open = true;
+                    dr.ran = 0.0;
+                    dr.span = 0.0;
+                } else if dr.open {
+                    dr.ran = e_ran;
+                    dr.span = e_span;
+                }
                 let served = &mut served_vm[vc.vm as usize];
                 served.run += run / span_f;
                 served.held += held / span_f;
@@ -4859,6 +4925,46 @@ mod tests {
         }
         assert!((estimate(true, 740, 260) - 1.0).abs() < 1e-12, "held back: a backlog reads whole");
         assert!((estimate(false, 600, 300) - 0.6).abs() < 1e-12, "halted: its run time");
+    }
+
+    /// `demand_drain_horizon_ns`: a satisfied vCPU entitled to 0.99 that never halted reads no
+    /// more than its drain rate while its run without a halt is no longer than its closed epochs.
+    /// It halts at 1 s (an epoch opens), runs 0.95 at 2 s without a halt (no closed epoch yet:
+    /// its entitlement, 0.99), and halts at 3 s having run 0.93: the epoch closes at 1.88 s of
+    /// run over 2 s, 0.94. At 4 s it runs 0.92 without a halt and reads 0.94 (0.99 before the
+    /// rule); at 5 s 0.99, and reads its open epoch's 0.955 (1.0 before); at 6 s its open epoch
+    /// (3 s) outlasts the closed one and it reads 0.99 again. Held back, it reads a backlog whole.
+    #[test]
+    fn a_satisfied_vcpu_that_never_halted_reads_at_most_its_drain_rate() {
+        const MS: Time = 1_000_000;
+        const SEC: Time = 1_000_000_000;
+        let run_for = |held_back: bool, seconds: &[(Time, Time)]| {
+            let mut s = sched(CpuSchedParams::default());
+            let mut read = Vec::new();
+            for (i, &(run, ready)) in seconds.iter().enumerate() {
+                let now = (i as Time + 1) * SEC;
+                s.held_back = vec![held_back && i == seconds.len() - 1, false, false];
+                for vc in &mut s.vcpus {
+                    vc.state = VcpuState::Idle;
+                    vc.since = now;
+                }
+                let vc = &mut s.vcpus[0];
+                vc.alloc = 0.99;
+                vc.time_ns[VcpuState::Run as usize] += run * MS;
+                vc.time_ns[VcpuState::Ready as usize] += ready * MS;
+                vc.time_ns[VcpuState::Idle as usize] += SEC - (run + ready) * MS;
+                s.update_demand(now, SEC);
+                read.push(s.served[0].measured);
+            }
+            read
+        };
+        let seconds = [(500, 100), (950, 50), (930, 20), (920, 80), (990, 10), (950, 50)];
+        let read = run_for(false, &seconds);
+        for (i, want) in [0.5, 0.99, 0.93, 0.94, 0.955, 0.99].into_iter().enumerate() {
+            assert!((read[i] - want).abs() < 1e-9, "second {}: read {} for {want}", i + 1, read[i]);
+        }
+        let held = run_for(true, &seconds[..4]);
+        assert!((held[3] - 1.0).abs() < 1e-12, "held back: a backlog reads whole, not {}", held[3]);
     }
 
     #[test]
