@@ -4205,6 +4205,9 @@ impl CpuSched {
         let backlogged = &mut self.backlogged[..vms];
         let vm_demand = &mut self.vm_demand[..vms];
         let horizon = ns_f(self.params.demand_drain_horizon_ns);
+        // an epoch's weight, kept for the last span: most epochs that close span one interval,
+        // the same for every vCPU, so one `exp` an update serves them
+        let (mut keep_span, mut keep) = (f64::NAN, 0.0);
         for ((vc, first), dr) in self.vcpus.iter_mut().zip(self.first_measured.iter_mut()).zip(self.drains.iter_mut()) {
             vc.accrue(now);
             if throttle {
@@ -4248,12 +4251,13 @@ impl CpuSched {
                 // one is no longer than the closed ones (the doc comment)
                 let e_ran = dr.ran + run;
                 let e_span = dr.span + span_f;
-                let drained = max_f(dr.closed_ran / dr.closed_span, e_ran / e_span);
                 let at_rate = satisfied & !halted & (held > 0.0) & (e_span <= dr.closed_span);
-                let frac = pick_f(at_rate, min_f(frac, drained), frac);
+                let frac = if at_rate { min_f(frac, max_f(dr.closed_ran / dr.closed_span, e_ran / e_span)) } else { frac };
                 if halted {
                     if dr.open {
-                        let keep = (-e_span / horizon).exp();
+                        if e_span != keep_span {
+                            (keep_span, keep) = (e_span, (-e_span / horizon).exp());
+                        }
                         dr.closed_ran = dr.closed_ran * keep + e_ran;
                         dr.closed_span = dr.closed_span * keep + e_span;
                     }
