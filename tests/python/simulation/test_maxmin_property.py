@@ -73,7 +73,7 @@ from vmtwin.scenario.loading import load_scenario
 KNOWN_GAPS = pytest.mark.xfail(
     strict=False,
     reason="issue 5 (docs/cpu-scheduler.md, census and open misses): one run in seven to forty (sessions 38-42: 2.5-15% of 40-60 runs each) draws a VM off "
-           "max-min, mostly by 0.5-2.6 points of a pCPU (flat 350's by 3.4), of the kinds kept in data/maxmin_open (a never-halting vCPU's "
+           "max-min, mostly by 0.5-2.5 points of a pCPU (flat 15976149's by 4.8), of the kinds kept in data/maxmin_open (a never-halting vCPU's "
            "demand estimate, max_debt met first by a lone debtor, start-up backlogs drained at a held-back VM's thin margin, small "
            "over-allocations near critical load); most are start-up transients, which test_maxmin_steady.py (from 30 s, strict) leaves out")
 

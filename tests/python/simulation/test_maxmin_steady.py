@@ -20,8 +20,8 @@ off, pooled `drawn-pools-0r` (vm3 -1.03, a steady-state miss that predates the s
 70 runs judged from 5 s had one too (docs/cpu-scheduler.md, "The max-min property test: census
 and open misses"). So a fresh local run fails about one time in a hundred, on a real miss; CI
 runs a fixed sample (conftest.py), which passes. The steady-state open cases (flat 15976149,
-pooled 0r, 27002438, 4871; pooled 0m until session 42 closed it) miss here too: a draw like them
-fails this test, and that is what it is for.
+pooled 0r and 27002438; pooled 0m until session 42 closed it, 4871 until session 43's drain rate
+did) miss here too: a draw like them fails this test, and that is what it is for.
 """
 
 from __future__ import annotations
