@@ -162,11 +162,17 @@ const NEAR: f64 = 1.0 / 64.0;
 /// from `(0, infinity)`, and skips most rounds. The level is the same whatever the hint
 /// (`finish`).
 pub(crate) fn water_level_near(capacity: f64, claims: &[Claim], room: &mut LevelScratch, hint: f64) -> f64 {
+    water_level_sums(capacity, claims, room, hint).0
+}
+
+/// [`water_level_near`] and the claims' floors summed in child order (what [`fill_in`] needs
+/// to split the capacity, from the pass that sums them already).
+pub(crate) fn water_level_sums(capacity: f64, claims: &[Claim], room: &mut LevelScratch, hint: f64) -> (f64, f64) {
     let capacity = capacity.max(0.0);
     // when the one pass declines, its sums are the ones the search starts from
     let near = if hint > 0.0 && hint.is_finite() {
         match level_near(capacity, claims, hint, room) {
-            Ok(level) => return level,
+            Ok(answer) => return answer,
             Err(sums) => Some(sums),
         }
     } else {
@@ -176,6 +182,12 @@ pub(crate) fn water_level_near(capacity: f64, claims: &[Claim], room: &mut Level
         Some(n) => (n.hi_sum, n.lo_sum),
         None => (claims.iter().map(|c| c.hi).sum(), claims.iter().map(|c| c.lo).sum()),
     };
+    (water_level_rest(capacity, claims, room, near, hi_sum, lo_sum), lo_sum)
+}
+
+/// [`water_level_sums`]' level past the one pass: the early answers, then the search.
+#[inline(always)]
+fn water_level_rest(capacity: f64, claims: &[Claim], room: &mut LevelScratch, near: Option<NearSums>, hi_sum: f64, lo_sum: f64) -> f64 {
     if hi_sum <= capacity {
         return f64::INFINITY;
     }
@@ -361,7 +373,7 @@ struct NearSums {
 /// with the nearest breakpoints beyond the bracket: those are then the bracket of `finish` (`F`
 /// is non-decreasing, so `F(below) <= F(x) < capacity <= F(y) <= F(above)`), and its sums the
 /// same, child for child (a child not counted adds a zero, which changes no sum).
-fn level_near(capacity: f64, claims: &[Claim], hint: f64, room: &mut LevelScratch) -> Result<f64, NearSums> {
+fn level_near(capacity: f64, claims: &[Claim], hint: f64, room: &mut LevelScratch) -> Result<(f64, f64), NearSums> {
     let (x, y) = (hint * (1.0 - NEAR), hint * (1.0 + NEAR));
     let (mut hi_sum, mut lo_sum, mut fx, mut fy) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
     let (mut fixed, mut slope) = (0.0f64, 0.0f64);
@@ -396,7 +408,7 @@ fn level_near(capacity: f64, claims: &[Claim], hint: f64, room: &mut LevelScratc
     if n_inside > 0 || hi_sum <= capacity || lo_sum >= capacity || !(fx < capacity && capacity <= fy) {
         return Err(NearSums { hi_sum, lo_sum, x, y, fx, fy, fixed, slope, below, above, inside: n_inside });
     }
-    Ok(if slope > 0.0 { ((capacity - fixed) / slope).clamp(below, above) } else { below })
+    Ok((if slope > 0.0 { ((capacity - fixed) / slope).clamp(below, above) } else { below }, lo_sum))
 }
 
 /// `F(lambda)` as the level is defined by: every child's part at `lambda`, summed in child
@@ -548,7 +560,7 @@ mod tests {
             }
             for hint in [want, want * (1.0 + 0.5 * NEAR * (rng.uniform() - 0.5))] {
                 tried += 1;
-                if let Ok(got) = level_near(capacity, &claims, hint, &mut room) {
+                if let Ok((got, _)) = level_near(capacity, &claims, hint, &mut room) {
                     answered += 1;
                     assert_eq!(got.to_bits(), want.to_bits(), "draw {i}, hint {hint}: {got} against {want}");
                 }

@@ -60,7 +60,7 @@
 //! - ESX keeps part of the host for the VMkernel and the service console; the root pool here
 //!   offers the whole capacity.
 
-use super::entitlement::{fill_in, water_level_near, Claim, LevelScratch};
+use super::entitlement::{water_level_near, water_level_sums, Claim, LevelScratch};
 use crate::spec::PoolSpec;
 use crate::{invalid, VmtwinError, VmtwinResult};
 
@@ -317,8 +317,26 @@ impl PoolTree {
     /// call (the fluid mode calls it every step of small hosts, where allocating them cost more
     /// than the water-fill); the result is `room`'s, in VM order.
     pub fn entitlements_in<'a>(&self, vms: &[VmClaim], capacity_mhz: f64, room: &'a mut PoolScratch) -> &'a [Entitlement] {
+        let mut out = std::mem::take(&mut room.out);
+        // every VM is in one pool's list, so the pass writes every entitlement: last time's are
+        // overwritten, not zeroed first (a 40 KB pass at 1,024 VMs)
+        let listed: usize = self.pools.iter().map(|p| p.vms.len()).sum();
+        if out.len() != vms.len() || listed != vms.len() {
+            out.clear();
+            out.resize(vms.len(), Entitlement::default());
+        }
+        self.entitlements_each(vms, capacity_mhz, room, |v, e| out[v] = e);
+        room.out = out;
+        &room.out
+    }
+
+    /// [`PoolTree::entitlements_in`] handing each listed VM's entitlement to `each(vm, e)`, in
+    /// tree order, as it is computed: the entitlement update builds its vCPUs' shares in the
+    /// same pass, not in a walk of its own over a stored result.
+    #[inline]
+    pub fn entitlements_each(&self, vms: &[VmClaim], capacity_mhz: f64, room: &mut PoolScratch, mut each: impl FnMut(usize, Entitlement)) {
         let n = self.pools.len();
-        let PoolScratch { lo, hi, unlimited_hi, alloc, wcap, binding, bounds, claims, split, level_room, levels, out } = room;
+        let PoolScratch { lo, hi, unlimited_hi, alloc, wcap, binding, at, claims, level_room, levels, .. } = room;
         if levels.len() != 2 * n {
             levels.clear();
             levels.resize(2 * n, f64::NAN);
@@ -329,34 +347,41 @@ impl PoolTree {
         }
         binding.clear();
         binding.resize(n, false);
-        // every VM's floor and ceiling once, read by both passes
-        bounds.clear();
-        bounds.extend(vms.iter().map(vm_bounds));
-        // bottom-up: floor and ceiling of every pool (children have larger indices)
-        let mut listed = 0;
+        // each pool's claims in one array, its child pools' then its VMs', at `at[id]..at[id + 1]`:
+        // written by the bottom-up pass (every entry, so last time's are not zeroed), read in
+        // place by the top-down one
+        at.clear();
+        at.push(0);
+        for p in &self.pools {
+            at.push(at[at.len() - 1] + p.pools.len() + p.vms.len());
+        }
+        if claims.len() != at[n] {
+            claims.clear();
+            claims.resize(at[n], Claim { shares: 1.0, lo: 0.0, hi: 0.0 });
+        }
+        // bottom-up: floor and ceiling of every pool (children have larger indices), with the
+        // claims of its children, each VM's floor and ceiling computed once
         for id in (0..n).rev() {
             let p = &self.pools[id];
-            listed += p.vms.len();
+            let (kids, own) = claims[at[id]..at[id + 1]].split_at_mut(p.pools.len());
             let (mut child_lo, mut child_hi) = (0.0, 0.0);
-            for &c in &p.pools {
-                child_lo += lo[c as usize];
-                child_hi += hi[c as usize];
+            for (slot, &c) in kids.iter_mut().zip(&p.pools) {
+                let c = c as usize;
+                child_lo += lo[c];
+                child_hi += hi[c];
+                *slot = Claim { shares: self.pools[c].shares as f64, lo: lo[c], hi: hi[c] };
             }
-            for &v in &p.vms {
-                let (l, h) = bounds[v as usize];
+            for (slot, &v) in own.iter_mut().zip(&p.vms) {
+                let vm = &vms[v as usize];
+                let (l, h) = vm_bounds(vm);
                 child_lo += l;
                 child_hi += h;
+                *slot = Claim { shares: vm.shares as f64, lo: l, hi: h };
             }
             let ceiling = p.limit_mhz.map_or(child_hi, |l| child_hi.min(l as f64));
             hi[id] = ceiling;
             unlimited_hi[id] = child_hi;
             lo[id] = (p.reservation_mhz as f64).max(child_lo).min(ceiling);
-        }
-        // every VM is in one pool's list, so the top-down pass writes every entitlement: last
-        // time's are overwritten, not zeroed first (a 40 KB pass at 1,024 VMs)
-        if out.len() != vms.len() || listed != vms.len() {
-            out.clear();
-            out.resize(vms.len(), Entitlement::default());
         }
         // getting all it wants says a VM has slack to wait in only when no VM is held back
         let fits = hi[ROOT_POOL as usize] <= capacity_mhz;
@@ -367,61 +392,81 @@ impl PoolTree {
         wcap[ROOT_POOL as usize] = capacity_mhz;
         for id in 0..n {
             let p = &self.pools[id];
-            claims.clear();
-            for &c in &p.pools {
-                let c = c as usize;
-                claims.push(Claim { shares: self.pools[c].shares as f64, lo: lo[c], hi: hi[c] });
-            }
-            // (one extend: one reservation, not a capacity test a VM)
-            claims.extend(p.vms.iter().map(|&v| {
-                let (l, h) = bounds[v as usize];
-                Claim { shares: vms[v as usize].shares as f64, lo: l, hi: h }
-            }));
+            let claims = &claims[at[id]..at[id + 1]];
             // last time's levels as the search's hints (the levels do not depend on them)
-            let alloc_level = fill_in(alloc[id], claims, split, level_room, levels[2 * id]);
+            let (alloc_level, lo_sum) = water_level_sums(alloc[id], claims, level_room, levels[2 * id]);
             levels[2 * id] = alloc_level;
+            // each child's part of the allocation, as `fill_in` splits it
+            let split = Split::new(alloc[id], lo_sum, alloc_level);
             if let Some(l) = p.limit_mhz {
                 binding[id] |= alloc[id] >= l as f64 * (1.0 - 1e-9) && unlimited_hi[id] > l as f64;
             }
             // the weight capacity differs from the allocation only below a limited pool
             let level = if wcap[id] == alloc[id] { alloc_level } else { water_level_near(wcap[id], claims, level_room, levels[2 * id + 1]) };
             levels[2 * id + 1] = level;
-            for (k, &c) in p.pools.iter().enumerate() {
+            let (kids, own) = claims.split_at(p.pools.len());
+            for (&c, claim) in p.pools.iter().zip(kids) {
                 let c = c as usize;
-                alloc[c] = split[k];
+                let mhz = split.of(claim);
+                alloc[c] = mhz;
                 binding[c] = binding[id];
                 // (no more than this pool's own: a limit left out is not capacity; see the header)
                 // and no more than its own limit where that limit is its allocation (binds at
                 // this level): see the header, "A binding pool limit"
-                let binds_here = self.pools[c].limit_mhz.filter(|&l| split[k] >= l as f64 * (1.0 - 1e-9));
+                let binds_here = self.pools[c].limit_mhz.filter(|&l| mhz >= l as f64 * (1.0 - 1e-9));
                 let top = binds_here.map_or(wcap[id], |l| wcap[id].min(l as f64));
                 wcap[c] = share_at(level, self.pools[c].shares, lo[c], unlimited_hi[c].min(top));
             }
-            for (k, &v) in p.vms.iter().enumerate() {
+            for (&v, claim) in p.vms.iter().zip(own) {
                 let vm = &vms[v as usize];
                 let r = vm.reservation_mhz as f64;
-                let mhz = split[p.pools.len() + k];
-                let held = vm.powered_on && mhz < bounds[v as usize].1 * (1.0 - 1e-9);
-                out[v as usize] = Entitlement {
+                let mhz = split.of(claim);
+                // (`claim.hi`: the VM's ceiling, `vm_bounds`)
+                let held = vm.powered_on && mhz < claim.hi * (1.0 - 1e-9);
+                each(v as usize, Entitlement {
                     mhz,
                     weight_mhz: if vm.powered_on { share_at(level, vm.shares, r, vm.cap_mhz) } else { 0.0 },
                     share_limit_mhz: (binding[id] && vm.powered_on).then(|| share_at(alloc_level, vm.shares, r, vm.cap_mhz)),
-                    satisfied: fits && vm.powered_on && mhz >= bounds[v as usize].1 * (1.0 - 1e-9),
+                    satisfied: fits && vm.powered_on && mhz >= claim.hi * (1.0 - 1e-9),
                     held,
                     // (its share below its reservation: `weight_mhz` is the reservation)
                     at_floor: held && level * f64::from(vm.shares) < r * (1.0 - 1e-9),
                     share_mhz: if vm.powered_on { share_at(alloc_level, vm.shares, 0.0, vm.cap_mhz) } else { 0.0 },
-                };
+                });
             }
         }
-        out
+    }
+}
+
+/// How `fill_in` splits an allocation over claims whose floors sum to `lo_sum`: the floors
+/// scaled down when they do not fit, else each claim at the water level, clamped.
+#[derive(Clone, Copy)]
+struct Split {
+    /// the floors do not fit: each claim is its floor x `scale`
+    floors: bool,
+    scale: f64,
+    level: f64,
+}
+
+impl Split {
+    #[inline(always)]
+    fn new(capacity: f64, lo_sum: f64, level: f64) -> Self {
+        let capacity = capacity.max(0.0);
+        let floors = lo_sum >= capacity;
+        let scale = if floors && lo_sum > 0.0 { capacity / lo_sum } else { 0.0 };
+        Split { floors, scale, level }
+    }
+
+    #[inline(always)]
+    fn of(self, c: &Claim) -> f64 {
+        if self.floors { c.lo * self.scale } else { (self.level * c.shares).clamp(c.lo, c.hi) }
     }
 }
 
 /// Room for [`PoolTree::entitlements_in`]: per pool its floor, ceilings, allocation, weight
-/// capacity, whether a limit binds it and its last water levels (the next search's hints); per
-/// VM its floor and ceiling; one pool's claims, their split and the water level's search
-/// buffers; the result.
+/// capacity, whether a limit binds it and its last water levels (the next search's hints); every
+/// pool's claims, its children's floors and ceilings; the water level's search buffers; the
+/// result.
 #[derive(Debug, Clone, Default)]
 pub struct PoolScratch {
     lo: Vec<f64>,
@@ -430,9 +475,9 @@ pub struct PoolScratch {
     alloc: Vec<f64>,
     wcap: Vec<f64>,
     binding: Vec<bool>,
-    bounds: Vec<(f64, f64)>,
+    /// where each pool's claims start in `claims`, and their end
+    at: Vec<usize>,
     claims: Vec<Claim>,
-    split: Vec<f64>,
     level_room: LevelScratch,
     /// per pool, its allocation's and its weight capacity's water levels at the last call
     levels: Vec<f64>,

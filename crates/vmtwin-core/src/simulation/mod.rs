@@ -73,8 +73,9 @@ pub struct Simulation {
     /// the `barrier` table, when a VM runs a barrier program (`barrier.rs`)
     barrier_table: Option<Table>,
     /// scratch of `recompute_entitlements`: per VM, its claim and its vCPUs' share; the pool
-    /// tree's buffers; per vCPU, its new key (`CpuSched::set_weights`)
-    ent_scratch: (Vec<VmClaim>, Vec<VcpuShare>, PoolScratch, Vec<f64>),
+    /// tree's buffers; per vCPU, its new key (`CpuSched::set_weights`); per VM, its share limit
+    /// (with pool limits)
+    ent_scratch: (Vec<VmClaim>, Vec<VcpuShare>, PoolScratch, Vec<f64>, Vec<Option<f64>>),
     /// per VM, its latest entitlement and demand estimate, MHz (sampled into the `vm` table):
     /// apart from `Vm`, so that the entitlement update writes a dense array, not a line of
     /// every VM's record
@@ -202,7 +203,7 @@ impl Simulation {
             mem_events: Slab::default(),
             perf: None,
             barrier_table: None,
-            ent_scratch: (Vec::new(), Vec::new(), PoolScratch::default(), Vec::new()),
+            ent_scratch: (Vec::new(), Vec::new(), PoolScratch::default(), Vec::new(), Vec::new()),
             vm_ent,
             vm_rows: Vec::new(),
             now: 0,
@@ -585,28 +586,43 @@ impl Simulation {
         let core = self.topo.core_mhz as f64;
         // the claims, per-VM shares and the pool tree's buffers reuse last time's vectors (with
         // 1,024 VMs, fresh ones every second showed up among the run's L1 write misses)
-        let (mut claims, mut shares, mut room, mut keys) = std::mem::take(&mut self.ent_scratch);
+        let (mut claims, mut shares, mut room, mut keys, mut share_limits) = std::mem::take(&mut self.ent_scratch);
         claims.clear();
         // (each VM's vCPUs' estimates summed by the demand walk, in vCPU order)
         claims.extend(self.vms.iter().zip(self.sched.vm_demand()).map(|(v, &demand)| {
             VmClaim::of(v.shares, v.reservation_mhz, v.limit_mhz, v.vcpus, core, demand * core, v.powered_on_at.is_some())
         }));
-        let ent = self.pools.entitlements_in(&claims, self.topo.capacity_mhz() as f64, &mut room);
-        shares.clear();
-        // (one extend over zipped slices: one reservation, not a capacity test a VM)
-        shares.extend(ent.iter().zip(&claims).zip(&mut self.vm_ent).map(|((e, c), to)| {
-            *to = (e.mhz, c.demand_mhz);
+        // every VM is in one pool's list, so every share is written below (last time's are
+        // overwritten, not zeroed first)
+        if shares.len() != claims.len() {
+            shares.clear();
+            shares.resize(claims.len(), VcpuShare::default());
+        }
+        let limits = self.pools.has_limits();
+        if limits {
+            share_limits.clear();
+            share_limits.resize(claims.len(), None);
+        }
+        let vm_ent = &mut self.vm_ent[..claims.len()];
+        // each VM's vCPUs' share built as the tree hands out its entitlement, not in a walk of
+        // its own over the result
+        self.pools.entitlements_each(&claims, self.topo.capacity_mhz() as f64, &mut room, |v, e| {
+            let c = &claims[v];
+            vm_ent[v] = (e.mhz, c.demand_mhz);
             // the VM's vCPUs x core MHz (`VmClaim::of`)
             let per = c.cap_mhz;
-            VcpuShare { weight: e.weight_mhz / per, alloc: e.mhz / per, satisfied: e.satisfied, held: e.held, at_floor: e.at_floor, share: e.share_mhz / per, reserved: c.reservation_mhz as f64 / per }
-        }));
-        if self.pools.has_limits() {
-            for (i, e) in ent.iter().enumerate() {
-                self.sched.set_share_limit(i as u32, e.share_limit_mhz, self.now, &mut self.queue);
+            shares[v] = VcpuShare { weight: e.weight_mhz / per, alloc: e.mhz / per, satisfied: e.satisfied, held: e.held, at_floor: e.at_floor, share: e.share_mhz / per, reserved: c.reservation_mhz as f64 / per };
+            if limits {
+                share_limits[v] = e.share_limit_mhz;
+            }
+        });
+        if limits {
+            for (i, &l) in share_limits.iter().enumerate() {
+                self.sched.set_share_limit(i as u32, l, self.now, &mut self.queue);
             }
         }
         self.sched.set_weights(self.now, &shares, &mut keys);
-        self.ent_scratch = (claims, shares, room, keys);
+        self.ent_scratch = (claims, shares, room, keys, share_limits);
     }
 }
 
