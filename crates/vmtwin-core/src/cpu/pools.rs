@@ -61,6 +61,7 @@
 //!   offers the whole capacity.
 
 use super::entitlement::{water_level_near, water_level_sums, Claim, LevelScratch};
+use crate::sim::{max_f, min_f};
 use crate::spec::PoolSpec;
 use crate::{invalid, VmtwinError, VmtwinResult};
 
@@ -102,8 +103,8 @@ impl Pool {
 pub struct VmClaim {
     /// CPU shares
     pub shares: u32,
-    /// reservation in MHz
-    pub reservation_mhz: u64,
+    /// reservation in MHz (converted once here: the update reads it three times a VM)
+    pub reservation_mhz: f64,
     /// ceiling in MHz: limit, vCPUs x core MHz
     pub max_mhz: f64,
     /// the most its vCPUs can use, MHz (vCPUs x core MHz): the ceiling of its weight
@@ -122,7 +123,7 @@ impl VmClaim {
         let cap_mhz = vcpus as f64 * core_mhz;
         VmClaim {
             shares,
-            reservation_mhz,
+            reservation_mhz: reservation_mhz as f64,
             max_mhz: limit_mhz.map_or(cap_mhz, |l| cap_mhz.min(l as f64)),
             cap_mhz,
             demand_mhz,
@@ -419,19 +420,19 @@ impl PoolTree {
             }
             for (&v, claim) in p.vms.iter().zip(own) {
                 let vm = &vms[v as usize];
-                let r = vm.reservation_mhz as f64;
+                let r = vm.reservation_mhz;
                 let mhz = split.of(claim);
                 // (`claim.hi`: the VM's ceiling, `vm_bounds`)
                 let held = vm.powered_on && mhz < claim.hi * (1.0 - 1e-9);
                 each(v as usize, Entitlement {
                     mhz,
-                    weight_mhz: if vm.powered_on { share_at(level, vm.shares, r, vm.cap_mhz) } else { 0.0 },
-                    share_limit_mhz: (binding[id] && vm.powered_on).then(|| share_at(alloc_level, vm.shares, r, vm.cap_mhz)),
+                    weight_mhz: if vm.powered_on { vm_share_at(level, vm.shares, r, vm.cap_mhz) } else { 0.0 },
+                    share_limit_mhz: (binding[id] && vm.powered_on).then(|| vm_share_at(alloc_level, vm.shares, r, vm.cap_mhz)),
                     satisfied: fits && vm.powered_on && mhz >= claim.hi * (1.0 - 1e-9),
                     held,
                     // (its share below its reservation: `weight_mhz` is the reservation)
                     at_floor: held && level * f64::from(vm.shares) < r * (1.0 - 1e-9),
-                    share_mhz: if vm.powered_on { share_at(alloc_level, vm.shares, 0.0, vm.cap_mhz) } else { 0.0 },
+                    share_mhz: if vm.powered_on { vm_share_at(alloc_level, vm.shares, 0.0, vm.cap_mhz) } else { 0.0 },
                 });
             }
         }
@@ -534,13 +535,23 @@ fn share_at(level: f64, shares: u32, floor: f64, ceiling: f64) -> f64 {
     (level * shares as f64).clamp(floor, ceiling.max(floor))
 }
 
-/// Floor and ceiling of one VM: its demanded reservation, and demand under its maximum.
+/// [`share_at`] for a VM, whose ceiling (its vCPUs' worth, `cap_mhz` > 0) and floor (a
+/// reservation or zero) are never NaN: `max_f` and `min_f` pick what `f64::max` and `f64::min`
+/// would, without their NaN tests.
+#[inline(always)]
+fn vm_share_at(level: f64, shares: u32, floor: f64, ceiling: f64) -> f64 {
+    (level * shares as f64).clamp(floor, max_f(ceiling, floor))
+}
+
+/// Floor and ceiling of one VM: its demanded reservation, and demand under its maximum (a
+/// limit or its vCPUs' worth, > 0: `min_f` picks what `f64::min` would, a NaN demand too).
+#[inline(always)]
 fn vm_bounds(vm: &VmClaim) -> (f64, f64) {
     if !vm.powered_on {
         return (0.0, 0.0);
     }
-    let hi = vm.demand_mhz.min(vm.max_mhz).max(0.0);
-    ((vm.reservation_mhz as f64).min(hi), hi)
+    let hi = min_f(vm.demand_mhz, vm.max_mhz).max(0.0);
+    (min_f(vm.reservation_mhz, hi), hi)
 }
 
 #[cfg(test)]
@@ -613,7 +624,7 @@ mod tests {
         let b = t.add_pool(b, ROOT_POOL).unwrap();
         t.pools[a as usize].vms.push(0);
         t.pools[b as usize].vms.push(1);
-        let vm = |shares| VmClaim { shares, reservation_mhz: 0, max_mhz: 4000.0, cap_mhz: 4000.0, demand_mhz: 4000.0, powered_on: true };
+        let vm = |shares| VmClaim { shares, reservation_mhz: 0.0, max_mhz: 4000.0, cap_mhz: 4000.0, demand_mhz: 4000.0, powered_on: true };
         let e = t.entitlements(&[vm(8000), vm(1000)], 4000.0);
         assert!(e.iter().all(|e| !e.satisfied));
         assert_eq!(e.iter().map(|e| e.mhz).collect::<Vec<_>>(), vec![1000.0, 3000.0]);
@@ -631,7 +642,7 @@ mod tests {
         };
         let mut t = t;
         t.pools[0].vms = vec![0, 1, 2];
-        let e = t.entitlements(&[claim(1000, 2000, 2000.0, 200.0), claim(2000, 2000, 4000.0, 4000.0), claim(1000, 0, 2000.0, 2000.0)], 4000.0);
+        let e = t.entitlements(&[claim(1000, 2000.0, 2000.0, 200.0), claim(2000, 2000.0, 4000.0, 4000.0), claim(1000, 0.0, 2000.0, 2000.0)], 4000.0);
         let close = |a: f64, b: f64| (a - b).abs() < 1e-6;
         assert!(close(e[0].mhz, 200.0) && close(e[1].mhz, 3800.0 * 2.0 / 3.0) && close(e[2].mhz, 3800.0 / 3.0), "{e:?}");
         assert!(close(e[0].weight_mhz, 2000.0) && close(e[1].weight_mhz, e[1].mhz) && close(e[2].weight_mhz, e[2].mhz), "{e:?}");
@@ -649,7 +660,7 @@ mod tests {
         let p = t.add_pool(p, ROOT_POOL).unwrap();
         t.pools[p as usize].vms = vec![0, 1];
         let vm = |shares, vcpus: f64, demand_mhz| VmClaim {
-            shares, reservation_mhz: 0, max_mhz: vcpus * 2000.0, cap_mhz: vcpus * 2000.0, demand_mhz, powered_on: true,
+            shares, reservation_mhz: 0.0, max_mhz: vcpus * 2000.0, cap_mhz: vcpus * 2000.0, demand_mhz, powered_on: true,
         };
         let e = t.entitlements(&[vm(2000, 4.0, 5760.0), vm(16_000, 8.0, 16_000.0)], 16_000.0);
         let close = |a: f64, b: f64| (a - b).abs() < 1e-6;
@@ -672,7 +683,7 @@ mod tests {
             let p = t.add_pool(p, ROOT_POOL).unwrap();
             t.pools[p as usize].vms.push(0);
             t.pools[ROOT_POOL as usize].vms.push(1);
-            let vm = |shares| VmClaim { shares, reservation_mhz: 0, max_mhz: 4000.0, cap_mhz: 4000.0, demand_mhz: 4000.0, powered_on: true };
+            let vm = |shares| VmClaim { shares, reservation_mhz: 0.0, max_mhz: 4000.0, cap_mhz: 4000.0, demand_mhz: 4000.0, powered_on: true };
             let e = t.entitlements(&[vm(1000), vm(1000)], 4000.0);
             let close = |a: f64, b: f64| (a - b).abs() < 1e-6;
             assert!(close(e[0].weight_mhz, weight) && close(e[0].mhz, weight), "{limit}: {e:?}");

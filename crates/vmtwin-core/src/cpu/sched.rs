@@ -4524,22 +4524,27 @@ impl CpuSched {
         // floor ran far beyond it while the others started up
         let measured = any_at_floor && self.vcpus.iter().all(|vc| vc.demand_measured || vc.state == VcpuState::Off);
         self.any_at_floor = measured;
-        let mut flipped = false;
-        for ((l, sh), g) in self.lendee.iter_mut().zip(per_vm).zip(&self.gangs) {
-            let lendee = sh.held && sh.alloc < lender;
-            if lendee != *l {
-                // (its vCPUs' copies of the flag, and the count of their queued entries below)
-                *l = lendee;
-                flipped = true;
-                for vc in &mut self.vcpus[g.first as usize..(g.first + g.n) as usize] {
-                    vc.lendee = lendee;
+        // with no vCPU at its limit no VM is a lendee now, and with none last time (every VM
+        // has a vCPU, so a lendee adds to `lend_width`) no flag flips: the walk over every VM
+        // is skipped (a host without limits)
+        if lender > f64::NEG_INFINITY || self.lend_width != 0 {
+            let mut flipped = false;
+            for ((l, sh), g) in self.lendee.iter_mut().zip(per_vm).zip(&self.gangs) {
+                let lendee = sh.held && sh.alloc < lender;
+                if lendee != *l {
+                    // (its vCPUs' copies of the flag, and the count of their queued entries below)
+                    *l = lendee;
+                    flipped = true;
+                    for vc in &mut self.vcpus[g.first as usize..(g.first + g.n) as usize] {
+                        vc.lendee = lendee;
+                    }
                 }
             }
+            if flipped {
+                self.queued_lendee = self.count_queued_lendee();
+            }
+            self.lend_width = self.lendee.iter().zip(&self.gangs).filter(|(&l, _)| l).map(|(_, g)| g.n as usize).sum();
         }
-        if flipped {
-            self.queued_lendee = self.count_queued_lendee();
-        }
-        self.lend_width = self.lendee.iter().zip(&self.gangs).filter(|(&l, _)| l).map(|(_, g)| g.n as usize).sum();
         if was_any || any_at_floor {
             for (f, sh) in self.at_floor.iter_mut().zip(per_vm) {
                 *f = (sh.at_floor && measured, sh.share);

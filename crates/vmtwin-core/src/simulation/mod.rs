@@ -611,7 +611,7 @@ impl Simulation {
             vm_ent[v] = (e.mhz, c.demand_mhz);
             // the VM's vCPUs x core MHz (`VmClaim::of`)
             let per = c.cap_mhz;
-            shares[v] = VcpuShare { weight: e.weight_mhz / per, alloc: e.mhz / per, satisfied: e.satisfied, held: e.held, at_floor: e.at_floor, share: e.share_mhz / per, reserved: c.reservation_mhz as f64 / per };
+            shares[v] = VcpuShare { weight: e.weight_mhz / per, alloc: e.mhz / per, satisfied: e.satisfied, held: e.held, at_floor: e.at_floor, share: e.share_mhz / per, reserved: c.reservation_mhz / per };
             if limits {
                 share_limits[v] = e.share_limit_mhz;
             }
