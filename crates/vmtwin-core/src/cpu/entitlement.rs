@@ -53,6 +53,8 @@
 //! - Inside a pool none of whose children is held back, weights are the children's vCPUs'
 //!   worth: a sudden burst there is shared by vCPU counts until the next estimate (1 s).
 
+use crate::sim::{max_f, min_f};
+
 /// One child at one level of the tree.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Claim {
@@ -402,8 +404,10 @@ fn level_near(capacity: f64, claims: &[Claim], hint: f64, room: &mut LevelScratc
         // 5.7% more instructions on bench-1024vm)
         fixed += if p >= y { c.lo } else if q <= x { c.hi } else { 0.0 };
         slope += if p <= x && q >= y { c.shares } else { 0.0 };
-        below = below.max(if q <= x { q } else if p <= x { p } else { 0.0 });
-        above = above.min(if p >= y { p } else if q >= y { q } else { f64::INFINITY });
+        // (`max_f`, `min_f`: no breakpoint is NaN, shares being > 0, so they pick what
+        // `f64::max` and `f64::min` would, without the NaN tests)
+        below = max_f(below, if q <= x { q } else if p <= x { p } else { 0.0 });
+        above = min_f(above, if p >= y { p } else if q >= y { q } else { f64::INFINITY });
     }
     if n_inside > 0 || hi_sum <= capacity || lo_sum >= capacity || !(fx < capacity && capacity <= fy) {
         return Err(NearSums { hi_sum, lo_sum, x, y, fx, fy, fixed, slope, below, above, inside: n_inside });

@@ -4294,12 +4294,11 @@ impl CpuSched {
         if throttle {
             self.busy_mark = busy;
         }
-        for (under, &Served { run, held, alloc, .. }) in self.under.iter_mut().zip(&self.served) {
-            *under = held > 0.0 && run < alloc;
-        }
-        for (((short, spent), balance), &Served { run, held, alloc, backlog, .. }) in
-            self.short.iter_mut().zip(&mut self.spent).zip(&mut self.short_balance).zip(&self.served)
+        // (one walk over the VMs for the four flags)
+        for ((((under, short), spent), balance), &Served { run, held, alloc, backlog, .. }) in
+            self.under.iter_mut().zip(&mut self.short).zip(&mut self.spent).zip(&mut self.short_balance).zip(&self.served)
         {
+            *under = held > 0.0 && run < alloc;
             // entitled less ran, carried while its vCPUs wait (the module's header)
             *balance = if held > 0.0 { (*balance + alloc - run).clamp(-alloc, alloc) } else { 0.0 };
             *short = held > 0.0 && *balance > alloc * margin;
