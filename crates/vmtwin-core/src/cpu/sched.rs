@@ -4433,7 +4433,7 @@ impl CpuSched {
         // debt (the module's header), where the water-fill sees all the contention
         let whole_host = !self.cells.on && !self.params.numa_confine;
         let mut over = false;
-        for (v, ((vc, lag), bound)) in self.vcpus.iter().zip(new_keys.iter_mut()).zip(self.debt_bound.iter_mut()).enumerate() {
+        for (((vc, lag), bound), &first) in self.vcpus.iter().zip(new_keys.iter_mut()).zip(self.debt_bound.iter_mut()).zip(&self.first_measured) {
             let sh = &per_vm[vc.vm as usize];
             let on = vc.state != VcpuState::Off;
             if on {
@@ -4448,7 +4448,7 @@ impl CpuSched {
             // update that measured this vCPU's demand) is kept only up to what its measured
             // entitlement repays in one interval: past that it is the race of the power-on
             // weights, not service taken from others (the module's header)
-            if self.first_measured[v] && on {
+            if first && on {
                 *lag = lag.max(-sh.alloc * span);
             }
             // (`busy` is on the record's last line: read only for a held-back VM's vCPU)
@@ -4471,7 +4471,11 @@ impl CpuSched {
         // the most a vCPU at its VM's limit is entitled to: a VM held back below that may owe
         // it a gap (`lend_width`)
         let mut lender = f64::NEG_INFINITY;
-        for (v, (vc, new_key)) in self.vcpus.iter_mut().zip(new_keys.iter_mut()).enumerate() {
+        // the per-VM arrays cut to one length, so that the check on a vCPU's VM for `per_vm`
+        // serves all three
+        let vms = per_vm.len();
+        let (under, spent, short) = (&self.under[..vms], &self.spent[..vms], &self.short[..vms]);
+        for (v, ((vc, new_key), &debt_bound)) in self.vcpus.iter_mut().zip(new_keys.iter_mut()).zip(&self.debt_bound).enumerate() {
             let sh = per_vm[vc.vm as usize];
             let w = sh.weight.max(MIN_WEIGHT);
             // (a VM held at its reservation floor until now: its vCPUs' lags sum to the
@@ -4486,7 +4490,7 @@ impl CpuSched {
             if vc.at_limit {
                 lender = max_f(lender, sh.alloc);
             }
-            vc.passes_on = sh.held & self.under[vc.vm as usize] & (least < sh.alloc - GUARD_EPS);
+            vc.passes_on = sh.held & under[vc.vm as usize] & (least < sh.alloc - GUARD_EPS);
             // a vCPU that never halted, of a VM reserving a whole pCPU per vCPU, demands its
             // reservation, and is guarded at it whatever its estimate let the water-fill give
             // it (the module's header)
@@ -4496,10 +4500,10 @@ impl CpuSched {
             vc.guard = pick_f(whole, reserved, pick_f(sh.satisfied | (sh.alloc >= FULL_PCPU), sh.alloc, f64::NEG_INFINITY));
             // served short: shielded from wakers entitled to less, or from every waker not
             // entitled to a whole pCPU once its slack is spent (`spent`)
-            let shield = pick_f(self.spent[vc.vm as usize], FULL_PCPU, sh.alloc);
+            let shield = pick_f(spent[vc.vm as usize], FULL_PCPU, sh.alloc);
             // (no weaker than its guard, which its reservation may set above its entitlement)
-            vc.shield = pick_f(self.short[vc.vm as usize], max_f(shield, vc.guard), vc.guard);
-            let lag = lag.clamp(-self.debt_bound[v], max_lag);
+            vc.shield = pick_f(short[vc.vm as usize], max_f(shield, vc.guard), vc.guard);
+            let lag = lag.clamp(-debt_bound, max_lag);
             // one held there from now (powered on: its vCPUs are not off) starts a balance
             if sh.at_floor {
                 any_at_floor = true;
