@@ -76,6 +76,10 @@ pub struct Simulation {
     /// tree's buffers; per vCPU, its new key (`CpuSched::set_weights`); per VM, its share limit
     /// (with pool limits)
     ent_scratch: (Vec<VmClaim>, Vec<VcpuShare>, PoolScratch, Vec<f64>, Vec<Option<f64>>),
+    /// a VM's shares, reservation, limit or power state changed since the claims in
+    /// `ent_scratch` were built: the next update builds them afresh (else it only sets each
+    /// one's demand)
+    claims_stale: bool,
     /// per VM, its latest entitlement and demand estimate, MHz (sampled into the `vm` table):
     /// apart from `Vm`, so that the entitlement update writes a dense array, not a line of
     /// every VM's record
@@ -204,6 +208,7 @@ impl Simulation {
             perf: None,
             barrier_table: None,
             ent_scratch: (Vec::new(), Vec::new(), PoolScratch::default(), Vec::new(), Vec::new()),
+            claims_stale: true,
             vm_ent,
             vm_rows: Vec::new(),
             now: 0,
@@ -362,6 +367,7 @@ impl Simulation {
         let now = self.now;
         let (first, n, limit) = (v.first_vcpu, v.vcpus, v.limit_mhz);
         self.vms[vm as usize].powered_on_at = Some(now);
+        self.claims_stale = true;
         self.sched.power_on(vm, now);
         self.sched.set_limit(vm, limit, now, &mut self.queue);
         for k in first..first + n {
@@ -386,6 +392,7 @@ impl Simulation {
             }
         }
         let m = &mut self.vms[vm as usize];
+        self.claims_stale = true;
         m.shares = shares;
         m.reservation_mhz = reservation;
         if limit != v.limit_mhz {
@@ -587,11 +594,22 @@ impl Simulation {
         // the claims, per-VM shares and the pool tree's buffers reuse last time's vectors (with
         // 1,024 VMs, fresh ones every second showed up among the run's L1 write misses)
         let (mut claims, mut shares, mut room, mut keys, mut share_limits) = std::mem::take(&mut self.ent_scratch);
-        claims.clear();
         // (each VM's vCPUs' estimates summed by the demand walk, in vCPU order)
-        claims.extend(self.vms.iter().zip(self.sched.vm_demand()).map(|(v, &demand)| {
-            VmClaim::of(v.shares, v.reservation_mhz, v.limit_mhz, v.vcpus, core, demand * core, v.powered_on_at.is_some())
-        }));
+        let claim = |v: &Vm, demand: f64| VmClaim::of(v.shares, v.reservation_mhz, v.limit_mhz, v.vcpus, core, demand * core, v.powered_on_at.is_some());
+        if self.claims_stale || claims.len() != self.vms.len() {
+            claims.clear();
+            claims.extend(self.vms.iter().zip(self.sched.vm_demand()).map(|(v, &demand)| claim(v, demand)));
+            self.claims_stale = false;
+        } else {
+            // only the demand moved since: the rest of each claim is its VM's settings
+            for (c, &demand) in claims.iter_mut().zip(self.sched.vm_demand()) {
+                c.demand_mhz = demand * core;
+            }
+            debug_assert!(
+                claims.iter().zip(&self.vms).zip(self.sched.vm_demand()).all(|((c, v), &d)| format!("{c:?}") == format!("{:?}", claim(v, d))),
+                "a claim left stale by a change of its VM's settings"
+            );
+        }
         // every VM is in one pool's list, so every share is written below (last time's are
         // overwritten, not zeroed first)
         if shares.len() != claims.len() {
