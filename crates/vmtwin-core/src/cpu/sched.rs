@@ -4209,6 +4209,9 @@ impl CpuSched {
         // the same for every vCPU, so one `exp` an update serves them
         let (mut keep_span, mut keep) = (f64::NAN, 0.0);
         for ((vc, first), dr) in self.vcpus.iter_mut().zip(self.first_measured.iter_mut()).zip(self.drains.iter_mut()) {
+            // (read once: the stores to the record below made each use load it again, and check
+            // it against the arrays' length again)
+            let vm = vc.vm as usize;
             vc.accrue(now);
             if throttle {
                 vc.update_load_share(&busy, &self.busy_mark);
@@ -4233,7 +4236,7 @@ impl CpuSched {
                 // still count. Picked, not branched over (`pick_f`): whether a vCPU halted is a
                 // coin toss from one to the next. With `held` zero the weighed time is not taken
                 // (a NaN if `rest` is zero too).
-                let satisfied = whole_host & !held_back[vc.vm as usize];
+                let satisfied = whole_host & !held_back[vm];
                 let owed = (vc.alloc * span_f - run).max(0.0);
                 let halted = rest > 0.0;
                 // (`max_f`: neither side is NaN, `owed` by its `max` and `probe` by validation)
@@ -4268,14 +4271,14 @@ impl CpuSched {
                     dr.ran = e_ran;
                     dr.span = e_span;
                 }
-                let served = &mut served_vm[vc.vm as usize];
+                let served = &mut served_vm[vm];
                 served.run += run / span_f;
                 served.held += held / span_f;
                 served.alloc += vc.alloc;
                 served.measured += frac;
                 served.backlog |= (rest == 0.0) & (held > 0.0);
                 // it waited and never halted: a backlog (`cap_stale_claims`)
-                backlogged[vc.vm as usize] |= (rest == 0.0) & (held > 0.0);
+                backlogged[vm] |= (rest == 0.0) & (held > 0.0);
                 vc.runnable_mark = runnable;
                 vc.ran_mark = ran;
                 vc.demand_since = now;
@@ -4286,7 +4289,7 @@ impl CpuSched {
                 vc.busy = rest == 0.0;
             }
             // (every vCPU's estimate, kept or new, goes into its VM's sum)
-            vm_demand[vc.vm as usize] += vc.demand;
+            vm_demand[vm] += vc.demand;
         }
         if whole_host {
             self.cap_stale_claims();
