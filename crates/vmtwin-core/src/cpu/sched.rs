@@ -353,6 +353,23 @@ impl SliceRange {
     }
 }
 
+/// [`CpuSched::update_demand`]'s cap of a VM held back at the last update, some vCPU of which
+/// read a backlog since it was held back, and whose vCPUs' new measurements now sum to less
+/// than its entitlement `entitled` while their estimates sum to more (`demand`): the backlog
+/// has drained and the entitlement did not bind in the interval, so the estimate above the
+/// entitlement is stale. Its vCPUs' estimates are scaled down to sum to the entitlement (the
+/// doc comment there); returns their sum again, in vCPU order from zero as the walk sums it.
+#[cold]
+#[inline(never)]
+fn cap_stale_claim(vcpus: &mut [Vcpu], g: &Siblings, entitled: f64, demand: f64) -> f64 {
+    let range = g.first as usize..(g.first + g.n) as usize;
+    let scale = entitled / demand;
+    for vc in &mut vcpus[range.clone()] {
+        vc.demand *= scale;
+    }
+    vcpus[range].iter().fold(0.0, |sum, vc| sum + vc.demand)
+}
+
 /// The quantum scaled by `weight` at `per_weight` ns of slice per pCPU of weight, kept within
 /// `r`: the product truncated to whole ns and clamped (compared in floats first, so that a
 /// vCPU as heavy as the heaviest takes one comparison and no conversion). Computed for every
@@ -4134,7 +4151,7 @@ impl CpuSched {
     /// it was last not held back, and whose vCPUs' measurements now sum to less than its
     /// entitlement (it asked for less than it could have had: the entitlement did not bind and
     /// the backlog is gone) is estimated at no more than that entitlement: its vCPUs' estimates
-    /// are scaled down to sum to it ([`Self::cap_stale_claims`]); the blend goes on from there.
+    /// are scaled down to sum to it ([`cap_stale_claim`]); the blend goes on from there.
     /// Where every VM powers on at once from the guess, the first water-fill holds the low-share
     /// ones back and they build just such backlogs: on 6 pCPUs a 6-vCPU VM at duty 0.14 (84
     /// points) read 473 points at 3 s and, blended at weight 0.5, 279, 181, 133, 108 and 96 from
@@ -4277,7 +4294,7 @@ impl CpuSched {
                 served.alloc += vc.alloc;
                 served.measured += frac;
                 served.backlog |= (rest == 0.0) & (held > 0.0);
-                // it waited and never halted: a backlog (`cap_stale_claims`)
+                // it waited and never halted: a backlog (`cap_stale_claim`)
                 backlogged[vm] |= (rest == 0.0) & (held > 0.0);
                 vc.runnable_mark = runnable;
                 vc.ran_mark = ran;
@@ -4291,21 +4308,34 @@ impl CpuSched {
             // (every vCPU's estimate, kept or new, goes into its VM's sum)
             vm_demand[vm] += vc.demand;
         }
-        if whole_host {
-            self.cap_stale_claims();
-        }
         if throttle {
             self.busy_mark = busy;
         }
-        // (one walk over the VMs for the four flags)
-        for ((((under, short), spent), balance), &Served { run, held, alloc, backlog, .. }) in
-            self.under.iter_mut().zip(&mut self.short).zip(&mut self.spent).zip(&mut self.short_balance).zip(&self.served)
-        {
-            *under = held > 0.0 && run < alloc;
+        // one walk over the VMs: the stale claims capped, and the four flags (the arrays cut to
+        // one length, so that the loop's bound serves every index)
+        let served = &self.served[..vms];
+        let (held_back, backlogged, vm_demand) = (&self.held_back[..vms], &mut self.backlogged[..vms], &mut self.vm_demand[..vms]);
+        let (under, short, spent, balances) = (&mut self.under[..vms], &mut self.short[..vms], &mut self.spent[..vms], &mut self.short_balance[..vms]);
+        for vm in 0..vms {
+            let Served { run, held, alloc, backlog, measured } = served[vm];
+            if whole_host {
+                // (`cap_stale_claim`: the doc comment's check of a VM held back last time)
+                if !held_back[vm] {
+                    backlogged[vm] = false;
+                } else if backlogged[vm] {
+                    let fresh = measured >= alloc || vm_demand[vm] <= alloc;
+                    if !fresh {
+                        backlogged[vm] = false;
+                        vm_demand[vm] = cap_stale_claim(&mut self.vcpus, &self.gangs[vm], alloc, vm_demand[vm]);
+                    }
+                }
+            }
+            under[vm] = held > 0.0 && run < alloc;
             // entitled less ran, carried while its vCPUs wait (the module's header)
+            let balance = &mut balances[vm];
             *balance = if held > 0.0 { (*balance + alloc - run).clamp(-alloc, alloc) } else { 0.0 };
-            *short = held > 0.0 && *balance > alloc * margin;
-            *spent = *short && backlog;
+            short[vm] = held > 0.0 && *balance > alloc * margin;
+            spent[vm] = short[vm] && backlog;
         }
         if self.params.numa_home_nodes && now - self.last_rebalance >= self.params.numa_rebalance_period_ns {
             self.last_rebalance = now;
@@ -4678,33 +4708,6 @@ impl CpuSched {
                 n += 1;
             }
             self.floor_shift[vm] = if n > 0 { (balance - lags) / f64::from(n) } else { 0.0 };
-        }
-    }
-
-    /// [`Self::update_demand`]'s check of each VM held back at the last update: if some vCPU
-    /// of it read a backlog since it was held back and its vCPUs' new measurements now sum to
-    /// less than its entitlement, the backlog has drained and the entitlement did not bind in
-    /// the interval, so its estimate above the entitlement is stale: its vCPUs' estimates are
-    /// scaled down to sum to the entitlement (the doc comment there).
-    #[inline(never)]
-    fn cap_stale_claims(&mut self) {
-        for vm in 0..self.served.len() {
-            if !self.held_back[vm] {
-                self.backlogged[vm] = false;
-                continue;
-            }
-            let Served { alloc: entitled, measured, .. } = self.served[vm];
-            if !self.backlogged[vm] || measured >= entitled || self.vm_demand[vm] <= entitled {
-                continue;
-            }
-            self.backlogged[vm] = false;
-            let scale = entitled / self.vm_demand[vm];
-            let range = self.vcpus_of(vm as u32);
-            for vc in &mut self.vcpus[range.clone()] {
-                vc.demand *= scale;
-            }
-            // the VM's sum again, in vCPU order from zero as the walk sums it
-            self.vm_demand[vm] = self.vcpus[range].iter().fold(0.0, |sum, vc| sum + vc.demand);
         }
     }
 
