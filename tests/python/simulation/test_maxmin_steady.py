@@ -18,9 +18,11 @@ over 300 s still missed). With fresh draws, 100 runs of each drawn test (10,000 
 pooled scenarios, session 42, before and after that session's start-up debt rule) had one run
 off, pooled `drawn-pools-0r` (vm3 -1.03, a steady-state miss that predates the session), where
 70 runs judged from 5 s had one too (docs/cpu-scheduler.md, "The max-min property test: census
-and open misses"). So a fresh local run fails about one time in a hundred, on a real miss; CI
+and open misses"). Session 43, after its drain rate: 3,000 flat and 4,500 pooled fresh draws
+(6,932 distinct scenarios, about 30 runs of each test) had one off, `drawn-pools-1320990` (vm4
+-1.25; -0.67 before the drain rate). So a fresh local run fails about one time in a hundred, on a real miss; CI
 runs a fixed sample (conftest.py), which passes. The steady-state open cases (flat 15976149,
-pooled 0r and 27002438; pooled 0m until session 42 closed it, 4871 until session 43's drain rate
+pooled 0r, 27002438 and 1320990; pooled 0m until session 42 closed it, 4871 until session 43's drain rate
 did) miss here too: a draw like them fails this test, and that is what it is for.
 """
 
