@@ -98,17 +98,38 @@ pub fn fill(capacity: f64, claims: &[Claim]) -> (Vec<f64>, f64) {
 /// entitlement update calls it every second, and reused buffers spare it the allocations.
 /// `hint` as in [`water_level_near`].
 pub(crate) fn fill_in(capacity: f64, claims: &[Claim], split: &mut Vec<f64>, room: &mut LevelScratch, hint: f64) -> f64 {
-    let capacity = capacity.max(0.0);
-    let level = water_level_near(capacity, claims, room, hint);
-    let lo_sum: f64 = claims.iter().map(|c| c.lo).sum();
+    let (level, lo_sum) = water_level_sums(capacity, claims, room, hint);
+    let rule = Split::new(capacity, lo_sum, level);
     split.clear();
-    if lo_sum >= capacity {
-        let scale = if lo_sum > 0.0 { capacity / lo_sum } else { 0.0 };
-        split.extend(claims.iter().map(|c| c.lo * scale));
-    } else {
-        split.extend(claims.iter().map(|c| (level * c.shares).clamp(c.lo, c.hi)));
-    }
+    split.extend(claims.iter().map(|c| rule.of(c)));
     level
+}
+
+/// How an allocation is split over claims whose floors sum to `lo_sum`, at their water level:
+/// the floors scaled down when they do not fit, else each claim at the level, clamped to its
+/// floor and ceiling. [`fill_in`] splits by it, and the pool tree's entitlement pass
+/// (`pools.rs`) claim by claim as it goes.
+#[derive(Clone, Copy)]
+pub(crate) struct Split {
+    /// the floors do not fit: each claim is its floor x `scale`
+    floors: bool,
+    scale: f64,
+    level: f64,
+}
+
+impl Split {
+    #[inline(always)]
+    pub(crate) fn new(capacity: f64, lo_sum: f64, level: f64) -> Self {
+        let capacity = capacity.max(0.0);
+        let floors = lo_sum >= capacity;
+        let scale = if floors && lo_sum > 0.0 { capacity / lo_sum } else { 0.0 };
+        Split { floors, scale, level }
+    }
+
+    #[inline(always)]
+    pub(crate) fn of(self, c: &Claim) -> f64 {
+        if self.floors { c.lo * self.scale } else { (self.level * c.shares).clamp(c.lo, c.hi) }
+    }
 }
 
 /// Buffers of [`water_level`]'s search, kept from call to call.

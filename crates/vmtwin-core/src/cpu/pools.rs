@@ -60,7 +60,7 @@
 //! - ESX keeps part of the host for the VMkernel and the service console; the root pool here
 //!   offers the whole capacity.
 
-use super::entitlement::{water_level_near, water_level_sums, Claim, LevelScratch};
+use super::entitlement::{water_level_near, water_level_sums, Claim, LevelScratch, Split};
 use crate::sim::{max_f, min_f};
 use crate::spec::PoolSpec;
 use crate::{invalid, VmtwinError, VmtwinResult};
@@ -397,7 +397,7 @@ impl PoolTree {
             // last time's levels as the search's hints (the levels do not depend on them)
             let (alloc_level, lo_sum) = water_level_sums(alloc[id], claims, level_room, levels[2 * id]);
             levels[2 * id] = alloc_level;
-            // each child's part of the allocation, as `fill_in` splits it
+            // each child's part of the allocation, as `fill_in` splits it (`Split`)
             let split = Split::new(alloc[id], lo_sum, alloc_level);
             if let Some(l) = p.limit_mhz {
                 binding[id] |= alloc[id] >= l as f64 * (1.0 - 1e-9) && unlimited_hi[id] > l as f64;
@@ -436,31 +436,6 @@ impl PoolTree {
                 });
             }
         }
-    }
-}
-
-/// How `fill_in` splits an allocation over claims whose floors sum to `lo_sum`: the floors
-/// scaled down when they do not fit, else each claim at the water level, clamped.
-#[derive(Clone, Copy)]
-struct Split {
-    /// the floors do not fit: each claim is its floor x `scale`
-    floors: bool,
-    scale: f64,
-    level: f64,
-}
-
-impl Split {
-    #[inline(always)]
-    fn new(capacity: f64, lo_sum: f64, level: f64) -> Self {
-        let capacity = capacity.max(0.0);
-        let floors = lo_sum >= capacity;
-        let scale = if floors && lo_sum > 0.0 { capacity / lo_sum } else { 0.0 };
-        Split { floors, scale, level }
-    }
-
-    #[inline(always)]
-    fn of(self, c: &Claim) -> f64 {
-        if self.floors { c.lo * self.scale } else { (self.level * c.shares).clamp(c.lo, c.hi) }
     }
 }
 
