@@ -50,6 +50,22 @@ struct Vm {
 // the CPU settings within the first two lines
 const _: () = assert!(std::mem::offset_of!(Vm, limit_mhz) + std::mem::size_of::<Option<u64>>() <= 128);
 
+/// `Simulation::recompute_entitlements`' buffers, kept from update to update (with 1,024 VMs,
+/// fresh ones every second showed up among the run's L1 write misses).
+#[derive(Default)]
+struct EntScratch {
+    /// per VM, its claim (kept while `claims_stale` is false: only its demand is set)
+    claims: Vec<VmClaim>,
+    /// per VM, its vCPUs' share
+    shares: Vec<VcpuShare>,
+    /// the pool tree's buffers
+    room: PoolScratch,
+    /// per vCPU, its new key (`CpuSched::set_weights`)
+    keys: Vec<f64>,
+    /// per VM, its share of a binding pool limit (with pool limits)
+    share_limits: Vec<Option<f64>>,
+}
+
 /// A simulated host.
 pub struct Simulation {
     spec: SimSpec,
@@ -72,10 +88,8 @@ pub struct Simulation {
     perf: Option<crate::perf::PerfModel>,
     /// the `barrier` table, when a VM runs a barrier program (`barrier.rs`)
     barrier_table: Option<Table>,
-    /// scratch of `recompute_entitlements`: per VM, its claim and its vCPUs' share; the pool
-    /// tree's buffers; per vCPU, its new key (`CpuSched::set_weights`); per VM, its share limit
-    /// (with pool limits)
-    ent_scratch: (Vec<VmClaim>, Vec<VcpuShare>, PoolScratch, Vec<f64>, Vec<Option<f64>>),
+    /// scratch of `recompute_entitlements`, kept from update to update
+    ent_scratch: EntScratch,
     /// a VM's shares, reservation, limit or power state changed since the claims in
     /// `ent_scratch` were built: the next update builds them afresh (else it only sets each
     /// one's demand)
@@ -207,7 +221,7 @@ impl Simulation {
             mem_events: Slab::default(),
             perf: None,
             barrier_table: None,
-            ent_scratch: (Vec::new(), Vec::new(), PoolScratch::default(), Vec::new(), Vec::new()),
+            ent_scratch: EntScratch::default(),
             claims_stale: true,
             vm_ent,
             vm_rows: Vec::new(),
@@ -591,9 +605,8 @@ impl Simulation {
     /// (`entitlement_mhz`) and its scheduling weight, split evenly over its vCPUs.
     fn recompute_entitlements(&mut self) {
         let core = self.topo.core_mhz as f64;
-        // the claims, per-VM shares and the pool tree's buffers reuse last time's vectors (with
-        // 1,024 VMs, fresh ones every second showed up among the run's L1 write misses)
-        let (mut claims, mut shares, mut room, mut keys, mut share_limits) = std::mem::take(&mut self.ent_scratch);
+        // (last time's buffers: `EntScratch`)
+        let EntScratch { mut claims, mut shares, mut room, mut keys, mut share_limits } = std::mem::take(&mut self.ent_scratch);
         // (each VM's vCPUs' estimates summed by the demand walk, in vCPU order)
         let claim = |v: &Vm, demand: f64| VmClaim::of(v.shares, v.reservation_mhz, v.limit_mhz, v.vcpus, core, demand * core, v.powered_on_at.is_some());
         if self.claims_stale || claims.len() != self.vms.len() {
@@ -640,7 +653,7 @@ impl Simulation {
             }
         }
         self.sched.set_weights(self.now, &shares, &mut keys);
-        self.ent_scratch = (claims, shares, room, keys, share_limits);
+        self.ent_scratch = EntScratch { claims, shares, room, keys, share_limits };
     }
 }
 
